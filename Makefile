@@ -1,0 +1,30 @@
+# kinedyn: `make run` and `make test` are the two set-up commands (see README).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# Numba's on-disk cache lives inside the tree so repeated runs skip compilation.
+export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
+export MPLBACKEND ?= Agg
+
+.PHONY: run test venv bench clean
+
+$(STAMP): pyproject.toml
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/kinedyn info stewart-paper
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+bench: $(STAMP)
+	$(BIN)/kinedyn bench all --quick
+
+clean:
+	rm -rf $(VENV) .numba_cache build *.egg-info
