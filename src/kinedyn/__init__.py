@@ -1,0 +1,28 @@
+"""kinedyn: real-time kinematics and dynamics of closed-loop multibody systems.
+
+Describe a mechanism (:class:`System` or a model file), compile it, then analyse it with any of
+the formulations: natural coordinates (global or group equations), relative coordinates with
+sparse solvers, the Hamiltonian divide-and-conquer algorithm, or the symbolic (Groebner
+triangularised) pipeline.
+"""
+from .errors import (AssemblyError, ConvergenceError, KinedynError, ModelError,
+                     SingularConfigurationError, SolverError, UnknownNameError)
+from .model import CompiledModel, System
+
+__version__ = "0.1.0"
+
+__all__ = ["System", "CompiledModel", "ModelError", "UnknownNameError", "SolverError",
+           "ConvergenceError", "SingularConfigurationError", "AssemblyError", "KinedynError",
+           "load", "save", "__version__"]
+
+
+def load(path):
+    """Load a model file (YAML or JSON) into a :class:`System` (see docs/model-format.md)."""
+    from .model.files import load as _load
+    return _load(path)
+
+
+def save(system, path):
+    """Save a :class:`System` to a YAML or JSON model file; loading it back is exact."""
+    from .model.files import save as _save
+    return _save(system, path)

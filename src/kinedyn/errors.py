@@ -1,0 +1,116 @@
+"""Exceptions raised by kinedyn.
+
+Two families:
+
+* :class:`ModelError` -- the *input* is wrong (a model file, a builder call, a parameter, a CLI
+  argument). The message names the file, the location inside it (``joints[3].point_b``) and the
+  problem.
+* :class:`SolverError` -- the *numerics* failed (no convergence, singular configuration, loss of
+  assembly). The message names the constraint(s) involved and the simulation time.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class KinedynError(Exception):
+    """Base class of every error kinedyn raises on purpose."""
+
+
+class ModelError(KinedynError, ValueError):
+    """Invalid model description.
+
+    Parameters
+    ----------
+    problem:
+        What is wrong, in words a user understands.
+    file:
+        The model file, when the model came from one.
+    location:
+        Where inside the model, e.g. ``joints[3].point_b`` or ``bodies.crank.mass``.
+    """
+
+    def __init__(self, problem: str, *, file: str | None = None, location: str | None = None):
+        self.problem = problem
+        self.file = None if file is None else str(file)
+        self.location = location
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = ": ".join(str(x) for x in (self.file, self.location) if x)
+        return f"{where}: {self.problem}" if where else self.problem
+
+    def at(self, *, file: str | None = None, location: str | None = None) -> "ModelError":
+        """Return a copy with the file and/or an outer location prefix filled in."""
+        loc = self.location
+        if location:
+            loc = f"{location}.{loc}" if loc and not loc.startswith("[") else f"{location}{loc or ''}"
+        err = type(self).__new__(type(self))
+        ModelError.__init__(err, self.problem, file=file or self.file, location=loc)
+        return err
+
+    def __reduce__(self):  # picklable for Dask workers
+        return (_rebuild_model_error, (type(self), self.problem, self.file, self.location))
+
+
+def _rebuild_model_error(cls, problem, file, location):
+    err = cls.__new__(cls)
+    ModelError.__init__(err, problem, file=file, location=location)
+    return err
+
+
+class UnknownNameError(ModelError, KeyError):
+    """A name that does not exist; the message lists the names that do."""
+
+    def __init__(self, kind: str, name: str, known: Iterable[str], *, file=None, location=None):
+        known = sorted(known)
+        shown = ", ".join(known[:30]) + (" ..." if len(known) > 30 else "")
+        super().__init__(f"unknown {kind} {name!r}; known: {shown or '(none)'}",
+                         file=file, location=location)
+
+    __str__ = ModelError.__str__  # KeyError would quote the message
+
+
+class SolverError(KinedynError, RuntimeError):
+    """A numerical method could not produce a trustworthy answer.
+
+    Attributes
+    ----------
+    time: simulation time of the failure (``None`` for static problems).
+    constraints: names of the constraint equations involved (worst first).
+    """
+
+    kind = "solver failure"
+
+    def __init__(self, detail: str, *, time: float | None = None,
+                 constraints: Iterable[str] = ()):
+        self.detail = detail
+        self.time = time
+        self.constraints = list(constraints)
+        parts = [self.kind]
+        if time is not None:
+            parts.append(f"at t = {time:.6g} s")
+        msg = " ".join(parts) + f": {detail}"
+        if self.constraints:
+            msg += "; constraints involved: " + ", ".join(self.constraints[:8])
+            if len(self.constraints) > 8:
+                msg += f" (+{len(self.constraints) - 8} more)"
+        super().__init__(msg)
+
+
+class ConvergenceError(SolverError):
+    """Newton-Raphson (or another iteration) did not reach its tolerance."""
+
+    kind = "no convergence"
+
+
+class SingularConfigurationError(SolverError):
+    """The constraint Jacobian lost rank: a singular (bifurcation, dead-centre) configuration."""
+
+    kind = "singular configuration"
+
+
+class AssemblyError(SolverError):
+    """The constraints cannot be satisfied near the given configuration (loss of assembly)."""
+
+    kind = "loss of assembly"

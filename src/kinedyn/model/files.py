@@ -1,0 +1,224 @@
+"""Model files: YAML and JSON, loaded safely, checked with locations, saved exactly.
+
+The format is documented in ``docs/model-format.md``. Loading never executes code: YAML is read
+with ``yaml.safe_load`` and every expression goes through :mod:`kinedyn.model.expressions`.
+Saving writes the entries exactly as they are stored, so ``load(save(s))`` compiles to the same
+arrays as ``s``.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ModelError
+from .entries import Body, Driver, Force, Joint, Parameter
+from .system import GROUND, System
+
+TOP_KEYS = ("name", "dim", "description", "gravity", "euler_sequence", "parameters", "ground",
+            "bodies", "joints", "drivers", "forces")
+# fields that must be strings (names and keywords); everything else is checked by compile()
+_STRING_FIELDS = {"name", "type", "kind", "body", "body_a", "body_b", "point", "point_a",
+                  "point_b", "axis_a", "axis_b", "ref_a", "ref_b", "joint", "component", "frame",
+                  "sequence", "description"}
+_ENTRIES = {"bodies": Body, "joints": Joint, "drivers": Driver, "forces": Force}
+_REQUIRED = {"bodies": ("name",), "joints": ("name", "type", "body_a", "body_b"),
+             "drivers": ("name", "kind"), "forces": ("name", "kind")}
+
+
+def load(path) -> System:
+    """Read and validate a model file; errors name the file and the location inside it."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ModelError("model file not found", file=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelError(f"cannot read model file: {exc}", file=str(path)) from None
+    data = parse_text(text, path)
+    try:
+        system = from_dict(data)
+        system.source = str(path)
+        system.validate()
+    except ModelError as err:
+        raise err.at(file=str(path)) from None
+    return system
+
+
+def parse_text(text: str, path: Path | str = "<string>") -> Any:
+    """YAML or JSON text -> plain data (JSON is valid YAML, but JSON files get JSON errors)."""
+    path = Path(path)
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ModelError(f"invalid JSON: {exc.msg}", file=str(path),
+                             location=f"line {exc.lineno}, column {exc.colno}") from None
+        except RecursionError:
+            raise ModelError("invalid JSON: nested too deeply", file=str(path)) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        loc = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
+        raise ModelError(f"invalid YAML: {exc.problem or exc}", file=str(path),
+                         location=loc) from None
+    except (yaml.YAMLError, RecursionError, ValueError) as exc:
+        raise ModelError(f"invalid YAML: {exc}", file=str(path)) from None
+
+
+def from_dict(data: Any) -> System:
+    """Build a :class:`System` from file data, checking its structure with locations."""
+    if not isinstance(data, dict):
+        raise ModelError(f"a model file must be a mapping at the top level, got "
+                         f"{type(data).__name__}")
+    unknown = [k for k in data if k not in TOP_KEYS]
+    if unknown:
+        raise ModelError(f"unknown key {unknown[0]!r}; allowed: {', '.join(TOP_KEYS)}",
+                         location=str(unknown[0]))
+    dim = data.get("dim", 3)
+    if isinstance(dim, bool) or dim not in (2, 3):
+        raise ModelError(f"dim must be 2 or 3, got {dim!r}", location="dim")
+    for key in ("name", "description", "euler_sequence"):
+        if key in data and data[key] is not None and not isinstance(data[key], str):
+            raise ModelError(f"{key} must be a string", location=key)
+    s = System(data.get("name") or "model", dim, description=data.get("description"),
+               euler_sequence=data.get("euler_sequence") or "ZYX")
+    s.gravity = data.get("gravity")
+    s.parameters = _parameters(data.get("parameters"))
+    ground = data.get("ground") or {}
+    if not isinstance(ground, dict):
+        raise ModelError("ground must be a mapping with points and vectors", location="ground")
+    extra = set(ground) - {"points", "vectors"}
+    if extra:
+        raise ModelError(f"ground takes only points and vectors, not {sorted(extra)[0]!r}",
+                         location="ground")
+    s.ground = Body(GROUND, points=_mapping(ground.get("points"), "ground.points"),
+                    vectors=_mapping(ground.get("vectors"), "ground.vectors"))
+    for key, cls in _ENTRIES.items():
+        setattr(s, key, _entries(data.get(key), key, cls))
+    return s
+
+
+def _parameters(value):
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        return [Parameter(str(k), v) for k, v in value.items()]
+    if not isinstance(value, list):
+        raise ModelError("parameters must be a mapping name: value or a list of "
+                         "{name, value, description}", location="parameters")
+    out = []
+    for i, p in enumerate(value):
+        loc = f"parameters[{i}]"
+        if not isinstance(p, dict):
+            raise ModelError("expected {name, value, description}", location=loc)
+        extra = set(p) - {"name", "value", "description"}
+        if extra:
+            raise ModelError(f"unknown key {sorted(map(str, extra))[0]!r}; allowed: name, value, "
+                             "description", location=loc)
+        for key in ("name", "description"):
+            if p.get(key) is not None and not isinstance(p[key], str):
+                raise ModelError(f"{key} must be a string", location=f"{loc}.{key}")
+        if "name" not in p or "value" not in p:
+            raise ModelError("a parameter needs name and value", location=loc)
+        out.append(Parameter(p["name"], p["value"], p.get("description")))
+    return out
+
+
+def _mapping(value, loc):
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ModelError("expected a mapping of name -> coordinates", location=loc)
+    for k in value:
+        if not isinstance(k, str):
+            raise ModelError(f"name {k!r} must be a string", location=loc)
+    return dict(value)
+
+
+def _entries(value, key, cls):
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ModelError(f"{key} must be a list", location=key)
+    allowed = [f for f in cls.__dataclass_fields__]
+    out = []
+    for i, item in enumerate(value):
+        loc = f"{key}[{i}]"
+        if not isinstance(item, dict):
+            raise ModelError(f"expected a mapping, got {type(item).__name__}", location=loc)
+        for k in item:
+            if k not in allowed:
+                raise ModelError(f"unknown key {k!r}; allowed: {', '.join(allowed)}", location=loc)
+        for k in _REQUIRED[key]:
+            if item.get(k) is None:
+                raise ModelError(f"missing {k}", location=f"{loc}.{k}")
+        for k, v in item.items():
+            if k in _STRING_FIELDS and v is not None and not isinstance(v, str):
+                raise ModelError(f"{k} must be a string, got {type(v).__name__}",
+                                 location=f"{loc}.{k}")
+        fields = dict(item)
+        if cls is Body:
+            fields["points"] = _mapping(item.get("points"), f"{loc}.points")
+            fields["vectors"] = _mapping(item.get("vectors"), f"{loc}.vectors")
+        out.append(cls(**fields))
+    return out
+
+
+def to_dict(system: System) -> dict:
+    """The file data of a system (the inverse of :func:`from_dict`)."""
+    if system.user_forces:
+        raise ModelError(f"user force {system.user_forces[0].name!r} is Python code and cannot be "
+                         "saved in a model file (model files never contain code)")
+    out: dict[str, Any] = {"name": system.name, "dim": system.dim}
+    if system.description:
+        out["description"] = system.description
+    if system.gravity is not None:
+        out["gravity"] = system.gravity
+    if system.dim == 3 and system.euler_sequence != "ZYX":
+        out["euler_sequence"] = system.euler_sequence
+    if system.parameters:
+        if any(p.description for p in system.parameters):
+            out["parameters"] = [p.to_dict() for p in system.parameters]
+        else:
+            out["parameters"] = {p.name: p.value for p in system.parameters}
+    ground = {k: v for k, v in (("points", system.ground.points),
+                                ("vectors", system.ground.vectors)) if v}
+    if ground:
+        out["ground"] = ground
+    for key in _ENTRIES:
+        entries = getattr(system, key)
+        if entries:
+            out[key] = [e.to_dict() for e in entries]
+    return out
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _represent_list(dumper, data):
+    # short lists of scalars in flow style: "[0.0, 1.0, 0.0]"
+    flow = len(data) <= 12 and all(not isinstance(v, (list, dict)) for v in data)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+
+_Dumper.add_representer(list, _represent_list)
+
+
+def save(system: System, path) -> Path:
+    """Write ``system`` as YAML (``.yaml``/``.yml``) or JSON (``.json``)."""
+    path = Path(path)
+    data = to_dict(system)
+    if path.suffix.lower() == ".json":
+        text = json.dumps(data, indent=2) + "\n"
+    elif path.suffix.lower() in (".yaml", ".yml"):
+        text = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    else:
+        raise ModelError(f"unknown model file extension {path.suffix!r}; use .yaml, .yml or .json",
+                         file=str(path))
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -1,0 +1,287 @@
+"""Functions of time as a tape for compiled code.
+
+Every prescribed motion and load of a model is a scalar function f(t). At compile time each is
+turned into a short postfix program (a *tape*) of the operations below; the compiled kernel
+:func:`eval_tape` runs it as a stack machine on truncated Taylor triples (f, f', f''), so the
+kinematic and dynamic kernels get a driver's value, velocity and acceleration (for Phi, Phi_t and
+gamma) at any time, in compiled code, with no per-model code generation and no Python call.
+
+Tapes of all functions of a model are concatenated: ``ops (n_op,)``, ``args (n_op,)`` and
+``start (n_function + 1,)``; function ``k`` is ``ops[start[k]:start[k+1]]``.
+"""
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+import sympy as sp
+
+from .expressions import t as T
+
+# Operation codes. Leaf ops push, unary ops replace the top, binary ops pop two and push one.
+CONST, TIME, ADD, SUB, MUL, DIV, NEG, POWC, POW = 0, 1, 2, 3, 4, 5, 6, 7, 8
+SIN, COS, TAN, ASIN, ACOS, ATAN, SINH, COSH, TANH = 9, 10, 11, 12, 13, 14, 15, 16, 17
+EXP, LOG, SQRT, ABS, SIGN, STEP, MIN, MAX, ATAN2 = 18, 19, 20, 21, 22, 23, 24, 25, 26
+
+_UNARY = {sp.sin: SIN, sp.cos: COS, sp.tan: TAN, sp.asin: ASIN, sp.acos: ACOS, sp.atan: ATAN,
+          sp.sinh: SINH, sp.cosh: COSH, sp.tanh: TANH, sp.exp: EXP, sp.log: LOG,
+          sp.Abs: ABS, sp.sign: SIGN}
+MAX_STACK = 64
+
+
+def compile_tape(expr: sp.Expr) -> tuple[list[int], list[float]]:
+    """Postfix program for a SymPy expression in ``t`` (see module docstring)."""
+    ops: list[int] = []
+    args: list[float] = []
+    depth = _emit(sp.sympify(expr), ops, args)
+    if depth > MAX_STACK:
+        raise ValueError(f"expression needs a stack of {depth} > {MAX_STACK}")
+    return ops, args
+
+
+def _emit(e: sp.Expr, ops: list[int], args: list[float]) -> int:
+    """Append the program of ``e``; return the stack depth it needs."""
+    def push(op, arg=0.0):
+        ops.append(op)
+        args.append(float(arg))
+
+    if e.is_Number or e in (sp.pi, sp.E) or (e.is_number and not e.free_symbols):
+        push(CONST, float(e.evalf()))
+        return 1
+    if e == T:
+        push(TIME)
+        return 1
+    if isinstance(e, (sp.Add, sp.Mul, sp.Min, sp.Max)):
+        op = {sp.Add: ADD, sp.Mul: MUL, sp.Min: MIN, sp.Max: MAX}[type(e)]
+        terms = list(e.args)
+        depth = _emit(terms[0], ops, args)
+        for k, term in enumerate(terms[1:]):
+            depth = max(depth, 1 + _emit(term, ops, args))
+            push(op)
+        return depth
+    if isinstance(e, sp.Pow):
+        base, ex = e.args
+        if ex.is_number:
+            x = float(ex)
+            if x == -1.0:  # 1/u as a division keeps the tape exact for small u
+                push(CONST, 1.0)
+                depth = 1 + _emit(base, ops, args)
+                push(DIV)
+                return depth
+            if x == 0.5:
+                depth = _emit(base, ops, args)
+                push(SQRT)
+                return depth
+            depth = _emit(base, ops, args)
+            push(POWC, x)
+            return depth
+        d1 = _emit(base, ops, args)
+        d2 = 1 + _emit(ex, ops, args)
+        push(POW)
+        return max(d1, d2)
+    if isinstance(e, sp.Heaviside):
+        depth = _emit(e.args[0], ops, args)
+        push(STEP)
+        return depth
+    if isinstance(e, sp.atan2):
+        d1 = _emit(e.args[0], ops, args)
+        d2 = 1 + _emit(e.args[1], ops, args)
+        push(ATAN2)
+        return max(d1, d2)
+    for fn, op in _UNARY.items():
+        if isinstance(e, fn):
+            depth = _emit(e.args[0], ops, args)
+            push(op)
+            return depth
+    raise ValueError(f"cannot compile {e!r} ({type(e).__name__}) to a tape")
+
+
+@nb.njit(cache=True, nogil=True)
+def eval_tape(ops, args, start, end, time, stack):
+    """Evaluate the tape ``ops[start:end]`` at ``time``.
+
+    ``stack`` is scratch of shape ``(MAX_STACK, 3)``. Returns ``(f, f', f'')``.
+    """
+    sp_ = 0
+    for i in range(start, end):
+        op = ops[i]
+        if op == CONST:
+            stack[sp_, 0] = args[i]
+            stack[sp_, 1] = 0.0
+            stack[sp_, 2] = 0.0
+            sp_ += 1
+            continue
+        if op == TIME:
+            stack[sp_, 0] = time
+            stack[sp_, 1] = 1.0
+            stack[sp_, 2] = 0.0
+            sp_ += 1
+            continue
+        if op >= ADD and op <= DIV or op == POW or op >= MIN:
+            # binary: a (below) op b (top)
+            a0 = stack[sp_ - 2, 0]
+            a1 = stack[sp_ - 2, 1]
+            a2 = stack[sp_ - 2, 2]
+            b0 = stack[sp_ - 1, 0]
+            b1 = stack[sp_ - 1, 1]
+            b2 = stack[sp_ - 1, 2]
+            sp_ -= 1
+            if op == ADD:
+                r0, r1, r2 = a0 + b0, a1 + b1, a2 + b2
+            elif op == SUB:
+                r0, r1, r2 = a0 - b0, a1 - b1, a2 - b2
+            elif op == MUL:
+                r0 = a0 * b0
+                r1 = a1 * b0 + a0 * b1
+                r2 = a2 * b0 + 2.0 * a1 * b1 + a0 * b2
+            elif op == DIV:
+                r0 = a0 / b0
+                r1 = (a1 - r0 * b1) / b0
+                r2 = (a2 - 2.0 * r1 * b1 - r0 * b2) / b0
+            elif op == POW:  # a**b = exp(b log a), a > 0
+                la = math.log(a0)
+                la1 = a1 / a0
+                la2 = a2 / a0 - la1 * la1
+                g0 = b0 * la
+                g1 = b1 * la + b0 * la1
+                g2 = b2 * la + 2.0 * b1 * la1 + b0 * la2
+                r0 = math.exp(g0)
+                r1 = r0 * g1
+                r2 = r0 * (g2 + g1 * g1)
+            elif op == MIN:
+                if a0 <= b0:
+                    r0, r1, r2 = a0, a1, a2
+                else:
+                    r0, r1, r2 = b0, b1, b2
+            elif op == MAX:
+                if a0 >= b0:
+                    r0, r1, r2 = a0, a1, a2
+                else:
+                    r0, r1, r2 = b0, b1, b2
+            else:  # ATAN2(y=a, x=b)
+                r0 = math.atan2(a0, b0)
+                q = a0 * a0 + b0 * b0
+                n = b0 * a1 - a0 * b1
+                n1 = b0 * a2 - a0 * b2
+                q1 = 2.0 * (a0 * a1 + b0 * b1)
+                r1 = n / q
+                r2 = (n1 * q - n * q1) / (q * q)
+            stack[sp_ - 1, 0] = r0
+            stack[sp_ - 1, 1] = r1
+            stack[sp_ - 1, 2] = r2
+            continue
+        # unary on the top: f(u) -> (f, f' u', f'' u'^2 + f' u'')
+        u = stack[sp_ - 1, 0]
+        u1 = stack[sp_ - 1, 1]
+        u2 = stack[sp_ - 1, 2]
+        if op == NEG:
+            f0, d1, d2 = -u, -1.0, 0.0
+        elif op == POWC:
+            c = args[i]
+            f0 = u ** c
+            d1 = c * u ** (c - 1.0) if c != 1.0 else 1.0
+            d2 = c * (c - 1.0) * u ** (c - 2.0) if c != 1.0 and c != 2.0 else (2.0 if c == 2.0 else 0.0)
+        elif op == SIN:
+            f0 = math.sin(u)
+            d1 = math.cos(u)
+            d2 = -f0
+        elif op == COS:
+            f0 = math.cos(u)
+            d1 = -math.sin(u)
+            d2 = -f0
+        elif op == TAN:
+            f0 = math.tan(u)
+            d1 = 1.0 + f0 * f0
+            d2 = 2.0 * f0 * d1
+        elif op == ASIN:
+            f0 = math.asin(u)
+            w = 1.0 - u * u
+            d1 = 1.0 / math.sqrt(w)
+            d2 = u / (w * math.sqrt(w))
+        elif op == ACOS:
+            f0 = math.acos(u)
+            w = 1.0 - u * u
+            d1 = -1.0 / math.sqrt(w)
+            d2 = -u / (w * math.sqrt(w))
+        elif op == ATAN:
+            f0 = math.atan(u)
+            w = 1.0 + u * u
+            d1 = 1.0 / w
+            d2 = -2.0 * u / (w * w)
+        elif op == SINH:
+            f0 = math.sinh(u)
+            d1 = math.cosh(u)
+            d2 = f0
+        elif op == COSH:
+            f0 = math.cosh(u)
+            d1 = math.sinh(u)
+            d2 = f0
+        elif op == TANH:
+            f0 = math.tanh(u)
+            d1 = 1.0 - f0 * f0
+            d2 = -2.0 * f0 * d1
+        elif op == EXP:
+            f0 = math.exp(u)
+            d1 = f0
+            d2 = f0
+        elif op == LOG:
+            f0 = math.log(u)
+            d1 = 1.0 / u
+            d2 = -d1 * d1
+        elif op == SQRT:
+            f0 = math.sqrt(u)
+            d1 = 0.5 / f0
+            d2 = -0.25 / (f0 * u)
+        elif op == ABS:
+            f0 = abs(u)
+            d1 = 1.0 if u >= 0.0 else -1.0
+            d2 = 0.0
+        elif op == SIGN:
+            f0 = 0.0 if u == 0.0 else (1.0 if u > 0.0 else -1.0)
+            d1 = 0.0
+            d2 = 0.0
+        else:  # STEP
+            f0 = 1.0 if u >= 0.0 else 0.0
+            d1 = 0.0
+            d2 = 0.0
+        stack[sp_ - 1, 0] = f0
+        stack[sp_ - 1, 1] = d1 * u1
+        stack[sp_ - 1, 2] = d2 * u1 * u1 + d1 * u2
+    return stack[0, 0], stack[0, 1], stack[0, 2]
+
+
+@nb.njit(cache=True, nogil=True)
+def eval_functions(ops, args, start, time, out, stack):
+    """Evaluate every function of a tape table at ``time`` into ``out (n_function, 3)``."""
+    for k in range(start.shape[0] - 1):
+        f0, f1, f2 = eval_tape(ops, args, start[k], start[k + 1], time, stack)
+        out[k, 0] = f0
+        out[k, 1] = f1
+        out[k, 2] = f2
+
+
+class TapeTable:
+    """The tapes of a list of SymPy expressions in ``t``, concatenated (see module docstring)."""
+
+    def __init__(self, expressions: list[sp.Expr]):
+        ops: list[int] = []
+        args: list[float] = []
+        start = [0]
+        for e in expressions:
+            o, a = compile_tape(e)
+            ops += o
+            args += a
+            start.append(len(ops))
+        self.ops = np.asarray(ops, dtype=np.int64)
+        self.args = np.asarray(args, dtype=np.float64)
+        self.start = np.asarray(start, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.start) - 1
+
+    def evaluate(self, time: float) -> np.ndarray:
+        """``(n_function, 3)`` array of value, first and second derivative at ``time``."""
+        out = np.empty((len(self), 3))
+        eval_functions(self.ops, self.args, self.start, float(time), out, np.empty((MAX_STACK, 3)))
+        return out

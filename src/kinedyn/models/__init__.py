@@ -1,0 +1,55 @@
+"""The model library: every mechanism of the papers plus standard benchmarks.
+
+Each model is a function returning a :class:`~kinedyn.model.System` with documented parameters;
+:data:`MODELS` maps the CLI names to them, and ``examples/models/<name>.yaml`` is each one's
+model-file twin (it compiles to the same arrays).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+from ..errors import UnknownNameError
+from ..model import System
+from .planar import double_pendulum, four_bar, rrr3, slider_crank
+from .stewart import gough_stewart, stewart_paper
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    build: Callable[[], System]
+    summary: str
+
+
+MODELS: dict[str, ModelInfo] = {m.name: m for m in (
+    ModelInfo("double-pendulum", double_pendulum, "planar double pendulum of two uniform rods"),
+    ModelInfo("four-bar", four_bar, "planar four-bar 0.4/0.1/0.4/0.3 m, free under gravity"),
+    ModelInfo("four-bar-driven", partial(four_bar, speed=2 * 3.141592653589793),
+              "planar four-bar, crank driven at 1 rev/s"),
+    ModelInfo("slider-crank", slider_crank, "planar slider-crank 0.3/0.4 m (thesis ch. 3)"),
+    ModelInfo("slider-crank-driven", partial(slider_crank, speed=2 * 3.141592653589793),
+              "slider-crank, crank driven at 1 rev/s"),
+    ModelInfo("3-rrr", rrr3, "planar 3-RRR parallel robot with the thesis's motor torques"),
+    ModelInfo("3-rrr-driven", partial(rrr3, driven=True), "3-RRR with driven base joints"),
+    ModelInfo("gough-stewart", gough_stewart, "Gough-Stewart 6-UPS (thesis A.3-A.4), leg forces"),
+    ModelInfo("gough-stewart-driven", partial(gough_stewart, driven=True),
+              "Gough-Stewart 6-UPS, platform pose driven (inverse kinematics)"),
+    ModelInfo("stewart-paper", stewart_paper,
+              "6-RSU Stewart platform of the Group Equations paper, terminal pose driven"),
+    ModelInfo("stewart-paper-free", partial(stewart_paper, driven=False),
+              "6-RSU Stewart platform, no drivers (6 dof)"),
+)}
+
+
+def get(name: str) -> System:
+    """A fresh :class:`System` of a library model by name."""
+    try:
+        return MODELS[name].build()
+    except KeyError:
+        raise UnknownNameError("model", name, MODELS) from None
+
+
+__all__ = ["MODELS", "ModelInfo", "get", "double_pendulum", "four_bar", "slider_crank", "rrr3",
+           "gough_stewart", "stewart_paper"]
