@@ -3,8 +3,6 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# Numba's on-disk cache lives inside the tree so repeated runs skip compilation.
-export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 export MPLBACKEND ?= Agg
 
 .PHONY: run test venv bench clean
@@ -27,4 +25,4 @@ bench: $(STAMP)
 	$(BIN)/kinedyn bench all --quick
 
 clean:
-	rm -rf $(VENV) .numba_cache build *.egg-info
+	rm -rf $(VENV) build *.egg-info

@@ -5,9 +5,13 @@ the formulations: natural coordinates (global or group equations), relative coor
 sparse solvers, the Hamiltonian divide-and-conquer algorithm, or the symbolic (Groebner
 triangularised) pipeline.
 """
-from .errors import (AssemblyError, ConvergenceError, KinedynError, ModelError,
+from ._numba_cache import configure as _configure_numba_cache
+
+_configure_numba_cache()
+
+from .errors import (  # noqa: E402AssemblyError, ConvergenceError, KinedynError, ModelError,
                      SingularConfigurationError, SolverError, UnknownNameError)
-from .model import CompiledModel, System
+from .model import CompiledModel, System  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -1,0 +1,1 @@
+"""Forward and inverse dynamics: methods, integrators, reactions."""

@@ -1,0 +1,113 @@
+"""Fixed-step integrators, compiled once for every system type.
+
+A *system* is any NamedTuple for which :func:`kinedyn.formulations.protocol.calc_state_derivative`
+(and optionally :func:`~kinedyn.formulations.protocol.post_step`) are implemented. The state is
+``y = [x; v]`` with ``n_pos`` position-like entries ``x`` first. For second-order systems
+(``x' = v``, e.g. ``y = [q; qd]``) semi-implicit Euler uses the new velocity directly; for others
+(HDCA's ``[q; p]``) it evaluates the position derivative again with the new momenta.
+
+Integrators (codes): explicit Euler (0), semi-implicit (symplectic) Euler (1), classical RK4 (2).
+A whole run executes in one compiled call (:func:`integrate_fixed`); the only allocation is the
+scratch array made once by :func:`make_scratch`.
+"""
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from ..formulations import protocol
+
+EULER, SEMI_IMPLICIT_EULER, RK4 = 0, 1, 2
+INTEGRATORS = {"euler": EULER, "semi-implicit-euler": SEMI_IMPLICIT_EULER, "rk4": RK4}
+#: State-derivative evaluations per step (for reports).
+EVALUATIONS = {EULER: 1, SEMI_IMPLICIT_EULER: 1, RK4: 4}
+
+
+def integrator_code(name: str) -> int:
+    from ..errors import UnknownNameError
+    try:
+        return INTEGRATORS[name]
+    except KeyError:
+        raise UnknownNameError("integrator", name, INTEGRATORS) from None
+
+
+def make_scratch(n_y: int) -> np.ndarray:
+    """Scratch for :func:`step`: 6 rows of length n_y (k1..k4, trial state, saved state)."""
+    return np.zeros((6, n_y))
+
+
+@nb.njit(cache=True, nogil=True)
+def step(system, work, y, t, dt, method, n_pos, second_order, scratch):
+    """Advance ``y`` in place from ``t`` to ``t + dt``; return a status (0 = ok)."""
+    n = y.shape[0]
+    k1 = scratch[0]
+    k2 = scratch[1]
+    k3 = scratch[2]
+    k4 = scratch[3]
+    yt = scratch[4]
+    st = protocol.calc_state_derivative(system, work, y, t, k1)
+    if st != 0:
+        return st
+    if method == EULER:
+        for i in range(n):
+            y[i] += dt * k1[i]
+    elif method == SEMI_IMPLICIT_EULER:
+        for i in range(n_pos, n):
+            y[i] += dt * k1[i]
+        if second_order:
+            for i in range(n_pos):
+                y[i] += dt * y[n_pos + i]
+        else:
+            st = protocol.calc_state_derivative(system, work, y, t, k2)
+            if st != 0:
+                return st
+            for i in range(n_pos):
+                y[i] += dt * k2[i]
+    else:
+        h2 = 0.5 * dt
+        for i in range(n):
+            yt[i] = y[i] + h2 * k1[i]
+        st = protocol.calc_state_derivative(system, work, yt, t + h2, k2)
+        if st != 0:
+            return st
+        for i in range(n):
+            yt[i] = y[i] + h2 * k2[i]
+        st = protocol.calc_state_derivative(system, work, yt, t + h2, k3)
+        if st != 0:
+            return st
+        for i in range(n):
+            yt[i] = y[i] + dt * k3[i]
+        st = protocol.calc_state_derivative(system, work, yt, t + dt, k4)
+        if st != 0:
+            return st
+        for i in range(n):
+            y[i] += dt / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i])
+    return protocol.post_step(system, work, y, t + dt)
+
+
+@nb.njit(cache=True, nogil=True)
+def integrate_fixed(system, work, y, t0, dt, n_steps, method, n_pos, second_order,
+                    record_every, out_y, scratch):
+    """Run ``n_steps`` steps from ``t0``; record ``y`` every ``record_every`` steps.
+
+    ``out_y`` has ``n_steps // record_every + 1`` rows; row 0 is the initial state. Returns
+    ``(status, steps_done)``: on a nonzero status the run stops and ``y`` is the state at the
+    start of the failed step.
+    """
+    out_y[0, :] = y
+    saved = scratch[5]
+    for s in range(n_steps):
+        saved[:] = y
+        st = step(system, work, y, t0 + s * dt, dt, method, n_pos, second_order, scratch)
+        if st != 0:
+            y[:] = saved
+            return st, s
+        if (s + 1) % record_every == 0:
+            out_y[(s + 1) // record_every, :] = y
+    return 0, n_steps
+
+
+@nb.njit(cache=True, nogil=True)
+def eval_state_derivative(system, work, y, t, ydot):
+    """The state derivative callable from Python (adaptive SciPy reference integrators)."""
+    return protocol.calc_state_derivative(system, work, y, t, ydot)

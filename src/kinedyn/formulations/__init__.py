@@ -1,0 +1,1 @@
+"""Formulations: how coordinates are chosen and equations written (see :mod:`.protocol`)."""

@@ -1,0 +1,88 @@
+"""The compiled protocol shared by every formulation, method and linear solver.
+
+kinedyn's per-step code is written once, against the *protocol functions* below, and each
+formulation (natural, relative, hamiltonian, symbolic ...) implements them for its own data type
+with :func:`numba.extending.overload`. The data type is a ``typing.NamedTuple`` of arrays (the
+compiled form of a formulation, read-only by convention) and the work type a NamedTuple of
+preallocated scratch arrays; Numba picks the implementation from the NamedTuple *class* at compile
+time, so generic loops (Newton-Raphson, the integrators, the dynamics methods) call the right
+kernel with no Python in between, and everything is cached on disk (no first-class functions,
+which Numba cannot cache).
+
+Implementing a protocol function for a new data class::
+
+    from numba.extending import overload
+    from kinedyn.formulations import protocol
+
+    @overload(protocol.calc_phi, jit_options=protocol.JIT)
+    def _calc_phi(data, work, q, t, rows, phi):
+        if protocol.is_type(data, MyData):
+            return lambda data, work, q, t, rows, phi: _my_calc_phi(data, work, q, t, rows, phi)
+
+Shapes: ``q, qd, qdd (n_q,)``; ``rows`` an int64 array of constraint indices; Jacobian values
+are the data array of the formulation's fixed CSR pattern ``(n_nnz,)``; the mass matrix the data
+array of its own fixed CSR pattern (full symmetric storage).
+
+Conventions (DESIGN.md): ``phi_q @ qdd = gamma``; ``M qdd + phi_q.T @ lam = Q``.
+"""
+from __future__ import annotations
+
+JIT = {"cache": True, "nogil": True}
+
+
+def is_type(numba_type, cls) -> bool:
+    """True when a Numba argument type is the NamedTuple class ``cls`` (for overload dispatch)."""
+    return getattr(numba_type, "instance_class", None) is cls
+
+
+def _stub(name):
+    def stub(*args):
+        raise NotImplementedError(f"{name} is a compiled protocol function; call it from "
+                                  "Numba code with a formulation's data")
+    stub.__name__ = name
+    return stub
+
+
+# ---- kinematic level (formulations with constraint equations) ----------------------------------
+calc_phi = _stub("calc_phi")
+"""calc_phi(data, work, q, t, rows, phi): phi[i] = Phi_rows[i](q, t)."""
+
+calc_phi_q = _stub("calc_phi_q")
+"""calc_phi_q(data, work, q, t, rows, values): Jacobian entries of the given rows, written into
+``values`` at their positions in the formulation's CSR pattern (other rows untouched)."""
+
+calc_phi_t = _stub("calc_phi_t")
+"""calc_phi_t(data, work, q, t, rows, out): partial time derivative of the constraints."""
+
+calc_gamma = _stub("calc_gamma")
+"""calc_gamma(data, work, q, qd, t, rows, out): acceleration right-hand side
+gamma = -(phi_q qd)_q qd - 2 phi_qt qd - phi_tt, so that phi_q qdd = gamma."""
+
+# ---- dynamic level ------------------------------------------------------------------------------
+calc_mass = _stub("calc_mass")
+"""calc_mass(data, work, q, values): mass-matrix entries in the formulation's mass pattern."""
+
+calc_forces = _stub("calc_forces")
+"""calc_forces(data, work, q, qd, t, out): generalised forces Q(q, qd, t) - applied, spring,
+damper, joint actuator and user loads, minus velocity-dependent inertia terms (b qd) where the
+formulation has them - so that M qdd + phi_q.T lam = Q."""
+
+# ---- state-space level (dynamics methods, HDCA, embedded symbolic) -----------------------------
+calc_state_derivative = _stub("calc_state_derivative")
+"""calc_state_derivative(system, work, y, t, ydot) -> status (int, 0 = ok): the ODE right-hand
+side a fixed-step integrator advances. ``system`` is a *method* NamedTuple (for example the
+augmented method over natural coordinates) or a formulation that is itself an ODE (HDCA)."""
+
+post_step = _stub("post_step")
+"""post_step(system, work, y, t) -> status: correction after each accepted step (projection onto
+the constraint manifold, re-solution of dependent coordinates). Methods without one return 0."""
+
+# ---- linear solvers (kinedyn.linalg) ---------------------------------------------------------
+factorize = _stub("factorize")
+"""factorize(solver, work, values) -> status: numeric factorisation of the matrix whose entries
+(in the solver's pattern) are ``values``; the symbolic analysis was done once when the solver was
+built. Status 0 = ok, 1 = (numerically) singular, 2 = pivot too small for the static pivot order
+(re-analyse)."""
+
+solve = _stub("solve")
+"""solve(solver, work, rhs): overwrite ``rhs`` with the solution, using the last factorisation."""

@@ -1,0 +1,1 @@
+"""Position, velocity and acceleration analysis."""

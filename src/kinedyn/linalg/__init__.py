@@ -1,0 +1,1 @@
+"""Linear solvers with an analyse-once / factorise-per-step / solve life-cycle."""
