@@ -1,0 +1,111 @@
+"""Shared benchmark harness: machine description, repeated timing with medians, reports.
+
+Every benchmark module ``kinedyn.bench.<name>`` exposes ``run(quick: bool, out_dir: Path) ->
+Report``; ``kinedyn bench <name>`` calls it and writes ``<name>.json`` and ``<name>.md``.
+The machine is shared and noisy: time each case several times and report medians, measure
+compared cases side by side in the same run, and print ratios.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def machine() -> dict:
+    """What the numbers were measured on."""
+    import numba
+    import numpy
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+            "numpy": numpy.__version__, "numba": numba.__version__,
+            "numba_threading_layer": _threading_layer(), "system": platform.platform()}
+
+
+def _threading_layer() -> str:
+    import numba
+    try:
+        return numba.threading_layer()
+    except ValueError:
+        return "not initialised"
+
+
+def time_call(fn: Callable[[], object], repeat: int = 5, min_time: float = 0.05) -> dict:
+    """Median wall time of ``fn()`` over ``repeat`` samples (each sample loops until
+    ``min_time`` has passed, so short calls are timed in batches). Seconds per call."""
+    fn()  # warm-up (compilation, caches)
+    samples = []
+    for _ in range(repeat):
+        n, start = 0, time.perf_counter()
+        while True:
+            fn()
+            n += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= min_time:
+                break
+        samples.append(elapsed / n)
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples),
+            "repeat": repeat}
+
+
+@dataclass
+class Report:
+    """A benchmark's results: tables of rows (dicts) plus free-form notes."""
+    name: str
+    settings: dict = field(default_factory=dict)
+    tables: dict[str, list[dict]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    machine: dict = field(default_factory=machine)
+
+    def add_row(self, table: str, **row) -> None:
+        self.tables.setdefault(table, []).append(row)
+
+    def to_markdown(self) -> str:
+        out = [f"# Benchmark: {self.name}", ""]
+        out += [f"- machine: {self.machine['cpu']}, {self.machine['cores']} cores, "
+                f"Python {self.machine['python']}, NumPy {self.machine['numpy']}, "
+                f"Numba {self.machine['numba']} ({self.machine['numba_threading_layer']})"]
+        out += [f"- {k}: {v}" for k, v in self.settings.items()]
+        for title, rows in self.tables.items():
+            if not rows:
+                continue
+            cols = list(dict.fromkeys(k for r in rows for k in r))
+            out += ["", f"## {title}", "", "| " + " | ".join(cols) + " |",
+                    "|" + "---|" * len(cols)]
+            for r in rows:
+                out.append("| " + " | ".join(_fmt(r.get(c, "")) for c in cols) + " |")
+        if self.notes:
+            out += ["", "## Notes", ""] + [f"- {n}" for n in self.notes]
+        return "\n".join(out) + "\n"
+
+    def write(self, out_dir: Path) -> tuple[Path, Path]:
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        js = out_dir / f"{self.name}.json"
+        md = out_dir / f"{self.name}.md"
+        js.write_text(json.dumps({"name": self.name, "machine": self.machine,
+                                  "settings": self.settings, "tables": self.tables,
+                                  "notes": self.notes}, indent=2, default=float))
+        md.write_text(self.to_markdown())
+        return js, md
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        if v == 0 or 1e-3 <= abs(v) < 1e5:
+            return f"{v:.4g}"
+        return f"{v:.3e}"
+    return str(v)
