@@ -32,8 +32,9 @@ def configure() -> None:
     except OSError:
         return  # leave Numba's own choice
     os.environ["NUMBA_CACHE_DIR"] = str(cache)
-    if "numba" in sys.modules:
-        sys.modules["numba"].config.CACHE_DIR = str(cache)
+    config = getattr(sys.modules.get("numba"), "config", None)
+    if config is not None:
+        config.CACHE_DIR = str(cache)
     try:  # prune caches of old source versions
         old = sorted((p for p in base.iterdir() if p.is_dir() and p != cache),
                      key=lambda p: p.stat().st_mtime, reverse=True)

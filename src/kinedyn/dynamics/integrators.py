@@ -8,13 +8,16 @@ A *system* is any NamedTuple for which :func:`kinedyn.formulations.protocol.calc
 
 Integrators (codes): explicit Euler (0), semi-implicit (symplectic) Euler (1), classical RK4 (2).
 A whole run executes in one compiled call (:func:`integrate_fixed`); the only allocation is the
-scratch array made once by :func:`make_scratch`.
+scratch array made once by :func:`make_scratch`. Implementations of the protocol functions should
+be loop-free wrappers registered with ``inline="always"`` that hand plain arrays to compiled
+workers (see :mod:`kinedyn._unmanaged` for why).
 """
 from __future__ import annotations
 
 import numba as nb
 import numpy as np
 
+from .._unmanaged import unmanaged
 from ..formulations import protocol
 
 EULER, SEMI_IMPLICIT_EULER, RK4 = 0, 1, 2
@@ -86,7 +89,7 @@ def step(system, work, y, t, dt, method, n_pos, second_order, scratch):
 
 
 @nb.njit(cache=True, nogil=True)
-def integrate_fixed(system, work, y, t0, dt, n_steps, method, n_pos, second_order,
+def integrate_fixed(system_, work_, y, t0, dt, n_steps, method, n_pos, second_order,
                     record_every, out_y, scratch):
     """Run ``n_steps`` steps from ``t0``; record ``y`` every ``record_every`` steps.
 
@@ -94,6 +97,7 @@ def integrate_fixed(system, work, y, t0, dt, n_steps, method, n_pos, second_orde
     ``(status, steps_done)``: on a nonzero status the run stops and ``y`` is the state at the
     start of the failed step.
     """
+    system, work = unmanaged(system_), unmanaged(work_)
     out_y[0, :] = y
     saved = scratch[5]
     for s in range(n_steps):
@@ -111,3 +115,9 @@ def integrate_fixed(system, work, y, t0, dt, n_steps, method, n_pos, second_orde
 def eval_state_derivative(system, work, y, t, ydot):
     """The state derivative callable from Python (adaptive SciPy reference integrators)."""
     return protocol.calc_state_derivative(system, work, y, t, ydot)
+
+
+@nb.njit(cache=True, nogil=True)
+def step_once(system, work, y, t, dt, method, n_pos, second_order, scratch):
+    """One step callable from Python (real-time runners that pace each step)."""
+    return step(system, work, y, t, dt, method, n_pos, second_order, scratch)

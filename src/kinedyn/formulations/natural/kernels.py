@@ -1,0 +1,424 @@
+"""Compiled kernels of the natural-coordinate formulation (protocol implementations).
+
+Every equation is one of three kinds over up to three entities ``e = c + sum (a I + b J) x_b``
+(see :mod:`.entities`, :mod:`.layout`):
+
+* LINEAR ``e0[k] - f(t)``                      gradient e_k
+* DOT    ``e0 . e1 - f(t)``                    gradients e1, e0
+* ANGLE  ``S e0 . e1 - C T`` with S = sin(theta(t)), C = cos(theta(t)) and T = e0 x e1 (2-D) or
+  (e0 x e1) . e2 (3-D): zero when the angle from e0 to e1 (about e2) is theta(t).
+
+gamma = -(phi_q qd)_q qd - 2 phi_qt qd - phi_tt is exact for each kind (see :func:`_gamma_row`).
+
+Performance notes (measured, see :mod:`kinedyn._unmanaged`): the protocol kernels are inlined
+into their callers and their helpers receive plain arrays - a real call that receives the
+NamedTuples copies and reference-counts every member, which cost more than the arithmetic. Entity values are computed once per call for the entities the requested rows use
+(``stamp`` marks them), and all functions of time once per time value (``fval``), so the cost
+of a group of rows is proportional to the group.
+"""
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+from numba.extending import overload
+
+from ...model.tape import eval_tape
+from .. import protocol
+from .data import NaturalData
+
+LINEAR, DOT, ANGLE = 0, 1, 2
+_WORKER = dict(cache=True, nogil=True)                   # everything with loops: plain arrays
+_WRAP = dict(cache=True, nogil=True, inline="always")    # loop-free wrappers unpacking tuples
+
+
+@nb.njit(**_WORKER)
+def _dot(a, i, b, j, d):
+    """a[i] . b[j] for 2-D scratch arrays (rows are indexed, never sliced)."""
+    s = 0.0
+    for k in range(d):
+        s += a[i, k] * b[j, k]
+    return s
+
+
+@nb.njit(**_WORKER)
+def _triple(a, i, b, j, c, k, d):
+    """2-D: a[i] x b[j] (c unused); 3-D: (a[i] x b[j]) . c[k]."""
+    if d == 2:
+        return a[i, 0] * b[j, 1] - a[i, 1] * b[j, 0]
+    return ((a[i, 1] * b[j, 2] - a[i, 2] * b[j, 1]) * c[k, 0]
+            + (a[i, 2] * b[j, 0] - a[i, 0] * b[j, 2]) * c[k, 1]
+            + (a[i, 0] * b[j, 1] - a[i, 1] * b[j, 0]) * c[k, 2])
+
+
+@nb.njit(**_WORKER)
+def _entity(ent_start, ent_block, ent_alpha, ent_beta, d, e, x, out, s):
+    """out[s] = sum_t (alpha I + beta J) x_block over the terms of entity e."""
+    for k in range(d):
+        out[s, k] = 0.0
+    for t in range(ent_start[e], ent_start[e + 1]):
+        o = d * ent_block[t]
+        a = ent_alpha[t]
+        if d == 2:
+            b = ent_beta[t]
+            out[s, 0] += a * x[o] - b * x[o + 1]
+            out[s, 1] += a * x[o + 1] + b * x[o]
+        else:
+            out[s, 0] += a * x[o]
+            out[s, 1] += a * x[o + 1]
+            out[s, 2] += a * x[o + 2]
+
+
+@nb.njit(**_WORKER)
+def _entities_of_rows(con_ent, ent_const, ent_start, ent_block, ent_alpha, ent_beta, d, stamp,
+                      counter, rows, x, with_const, out):
+    """Values (or rates, without constants) of every entity the rows use, into out[e]."""
+    counter[0] += 1
+    mark = counter[0]
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        for s in range(3):
+            e = con_ent[r, s]
+            if e < 0:
+                break
+            if stamp[e] == mark:
+                continue
+            stamp[e] = mark
+            _entity(ent_start, ent_block, ent_alpha, ent_beta, d, e, x, out, e)
+            if with_const:
+                for k in range(d):
+                    out[e, k] += ent_const[e, k]
+
+
+@nb.njit(**_WRAP)
+def _entities(data, work, rows, x, with_const, out):
+    _entities_of_rows(data.con_ent, data.ent_const, data.ent_start, data.ent_block,
+                      data.ent_alpha, data.ent_beta, data.dim, work.stamp, work.counter, rows, x,
+                      with_const, out)
+
+
+@nb.njit(**_WORKER)
+def _functions_at(fn_ops, fn_args, fn_start, fval, ftime, stack, t):
+    """Fill fval with every function of time at t, unless it already holds time t.
+
+    The table is a pure function of t, so phi, phi_q, phi_t and gamma at one time share it.
+    """
+    if ftime[0] == t and ftime[1] == 1.0:
+        return
+    for k in range(fn_start.shape[0] - 1):
+        f0, f1, f2 = eval_tape(fn_ops, fn_args, fn_start[k], fn_start[k + 1], t, stack)
+        fval[k, 0] = f0
+        fval[k, 1] = f1
+        fval[k, 2] = f2
+    ftime[0] = t
+    ftime[1] = 1.0
+
+
+@nb.njit(**_WRAP)
+def _time(data, work, t):
+    _functions_at(data.fn_ops, data.fn_args, data.fn_start, work.fval, work.ftime, work.stack, t)
+
+
+@nb.njit(**_WORKER)
+def _f(fval, fid, order):
+    return fval[fid, order] if fid >= 0 else 0.0
+
+
+@nb.njit(**_WORKER)
+def _gather(con_ent, ent, r, ev):
+    """Copy the entity values of row r into the slots ev[0..2]."""
+    for s in range(3):
+        e = con_ent[r, s]
+        if e < 0:
+            break
+        for k in range(ev.shape[1]):
+            ev[s, k] = ent[e, k]
+
+
+@nb.njit(**_WORKER)
+def _angle_gradient(S, C, ev, g, d):
+    """Gradients of S e0.e1 - C T w.r.t. e0, e1 (and e2 in 3-D) into g."""
+    if d == 2:
+        g[0, 0] = S * ev[1, 0] - C * ev[1, 1]
+        g[0, 1] = S * ev[1, 1] + C * ev[1, 0]
+        g[1, 0] = S * ev[0, 0] + C * ev[0, 1]
+        g[1, 1] = S * ev[0, 1] - C * ev[0, 0]
+    else:
+        g[0, 0] = S * ev[1, 0] - C * (ev[1, 1] * ev[2, 2] - ev[1, 2] * ev[2, 1])
+        g[0, 1] = S * ev[1, 1] - C * (ev[1, 2] * ev[2, 0] - ev[1, 0] * ev[2, 2])
+        g[0, 2] = S * ev[1, 2] - C * (ev[1, 0] * ev[2, 1] - ev[1, 1] * ev[2, 0])
+        g[1, 0] = S * ev[0, 0] - C * (ev[2, 1] * ev[0, 2] - ev[2, 2] * ev[0, 1])
+        g[1, 1] = S * ev[0, 1] - C * (ev[2, 2] * ev[0, 0] - ev[2, 0] * ev[0, 2])
+        g[1, 2] = S * ev[0, 2] - C * (ev[2, 0] * ev[0, 1] - ev[2, 1] * ev[0, 0])
+        g[2, 0] = -C * (ev[0, 1] * ev[1, 2] - ev[0, 2] * ev[1, 1])
+        g[2, 1] = -C * (ev[0, 2] * ev[1, 0] - ev[0, 0] * ev[1, 2])
+        g[2, 2] = -C * (ev[0, 0] * ev[1, 1] - ev[0, 1] * ev[1, 0])
+
+
+# ---- protocol implementations ------------------------------------------------------------------
+# Each is a loop-free wrapper (inlined into the generic caller) that hands plain arrays to a
+# compiled worker; see kinedyn._unmanaged for why tuples never cross a real call.
+
+@nb.njit(**_WORKER)
+def _phi_w(d, con_kind, con_ent, con_comp, con_value, con_fn, ent, fval, ev, rows, phi):
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        _gather(con_ent, ent, r, ev)
+        kind = con_kind[r]
+        f0 = _f(fval, con_fn[r, 0], 0)
+        if kind == LINEAR:
+            phi[i] = ev[0, con_comp[r]] - con_value[r] - f0
+        elif kind == DOT:
+            phi[i] = _dot(ev, 0, ev, 1, d) - con_value[r] - f0
+        else:
+            phi[i] = f0 * _dot(ev, 0, ev, 1, d) - _f(fval, con_fn[r, 1], 0) * _triple(
+                ev, 0, ev, 1, ev, 2, d)
+
+
+@nb.njit(**_WRAP)
+def natural_phi(data, work, q, t, rows, phi):
+    _time(data, work, t)
+    _entities(data, work, rows, q, True, work.ent)
+    _phi_w(data.dim, data.con_kind, data.con_ent, data.con_comp, data.con_value, data.con_fn,
+           work.ent, work.fval, work.ev, rows, phi)
+
+
+@nb.njit(**_WORKER)
+def _phi_q_w(d, con_kind, con_ent, con_comp, con_fn, indptr, jc_start, jc_slot, jc_term, jc_comp,
+             jc_pos, ent_alpha, ent_beta, ent, fval, ev, g, rows, values):
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        _gather(con_ent, ent, r, ev)
+        kind = con_kind[r]
+        if kind == LINEAR:
+            for k in range(d):
+                g[0, k] = 0.0
+            g[0, con_comp[r]] = 1.0
+        elif kind == DOT:
+            for k in range(d):
+                g[0, k] = ev[1, k]
+                g[1, k] = ev[0, k]
+        else:
+            _angle_gradient(_f(fval, con_fn[r, 0], 0), _f(fval, con_fn[r, 1], 0), ev, g, d)
+        for p in range(indptr[r], indptr[r + 1]):
+            values[p] = 0.0
+        for c in range(jc_start[r], jc_start[r + 1]):
+            s = jc_slot[c]
+            term = jc_term[c]
+            k = jc_comp[c]
+            v = ent_alpha[term] * g[s, k]
+            if d == 2:
+                b = ent_beta[term]
+                if b != 0.0:  # J^T g = (g1, -g0)
+                    v += b * (g[s, 1] if k == 0 else -g[s, 0])
+            values[jc_pos[c]] += v
+
+
+@nb.njit(**_WRAP)
+def natural_phi_q(data, work, q, t, rows, values):
+    _time(data, work, t)
+    _entities(data, work, rows, q, True, work.ent)
+    _phi_q_w(data.dim, data.con_kind, data.con_ent, data.con_comp, data.con_fn, data.jac_indptr,
+             data.jc_start, data.jc_slot, data.jc_term, data.jc_comp, data.jc_pos,
+             data.ent_alpha, data.ent_beta, work.ent, work.fval, work.ev, work.g, rows, values)
+
+
+@nb.njit(**_WORKER)
+def _phi_t_w(d, con_kind, con_ent, con_fn, ent, fval, ev, rows, out):
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        f1 = _f(fval, con_fn[r, 0], 1)
+        if con_kind[r] != ANGLE:
+            out[i] = -f1
+        else:
+            _gather(con_ent, ent, r, ev)
+            out[i] = f1 * _dot(ev, 0, ev, 1, d) - _f(fval, con_fn[r, 1], 1) * _triple(
+                ev, 0, ev, 1, ev, 2, d)
+
+
+@nb.njit(**_WRAP)
+def natural_phi_t(data, work, q, t, rows, out):
+    _time(data, work, t)
+    _entities(data, work, rows, q, True, work.ent)
+    _phi_t_w(data.dim, data.con_kind, data.con_ent, data.con_fn, work.ent, work.fval, work.ev,
+             rows, out)
+
+
+@nb.njit(**_WORKER)
+def _gamma_w(d, con_kind, con_ent, con_fn, ent, entd, fval, ev, ed, rows, out):
+    """gamma per row.
+
+    LINEAR: f''. DOT: -2 e0'.e1' + f''. ANGLE (Phi = S D - C T, D = e0.e1):
+    -(S'' D + 2 S' D' + 2 S e0'.e1' - C'' T - 2 C' T' - C T''_v), where T''_v is the part of T''
+    without second derivatives: 2 e0' x e1' (2-D) or 2[(e0'xe1').e2 + (e0'xe1).e2' + (e0xe1').e2']
+    (3-D).
+    """
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        kind = con_kind[r]
+        f2 = _f(fval, con_fn[r, 0], 2)
+        if kind == LINEAR:
+            out[i] = f2
+            continue
+        _gather(con_ent, entd, r, ed)
+        if kind == DOT:
+            out[i] = -2.0 * _dot(ed, 0, ed, 1, d) + f2
+            continue
+        _gather(con_ent, ent, r, ev)
+        S, S1, S2 = fval[con_fn[r, 0], 0], fval[con_fn[r, 0], 1], f2
+        C, C1, C2 = fval[con_fn[r, 1], 0], fval[con_fn[r, 1], 1], fval[con_fn[r, 1], 2]
+        D = _dot(ev, 0, ev, 1, d)
+        Dd = _dot(ed, 0, ev, 1, d) + _dot(ev, 0, ed, 1, d)
+        T = _triple(ev, 0, ev, 1, ev, 2, d)
+        if d == 2:
+            Td = _triple(ed, 0, ev, 1, ev, 2, d) + _triple(ev, 0, ed, 1, ev, 2, d)
+            Tv = 2.0 * _triple(ed, 0, ed, 1, ev, 2, d)
+        else:
+            Td = (_triple(ed, 0, ev, 1, ev, 2, d) + _triple(ev, 0, ed, 1, ev, 2, d)
+                  + _triple(ev, 0, ev, 1, ed, 2, d))
+            Tv = 2.0 * (_triple(ed, 0, ed, 1, ev, 2, d) + _triple(ed, 0, ev, 1, ed, 2, d)
+                        + _triple(ev, 0, ed, 1, ed, 2, d))
+        out[i] = -(S2 * D + 2.0 * S1 * Dd + 2.0 * S * _dot(ed, 0, ed, 1, d)
+                   - C2 * T - 2.0 * C1 * Td - C * Tv)
+
+
+@nb.njit(**_WRAP)
+def natural_gamma(data, work, q, qd, t, rows, out):
+    _time(data, work, t)
+    _entities(data, work, rows, q, True, work.ent)
+    _entities(data, work, rows, qd, False, work.entd)
+    _gamma_w(data.dim, data.con_kind, data.con_ent, data.con_fn, work.ent, work.entd, work.fval,
+             work.ev, work.ed, rows, out)
+
+
+@nb.njit(**_WRAP)
+def natural_mass(data, work, q, values):
+    _copy(data.mass_values, values)
+
+
+@nb.njit(**_WORKER)
+def _copy(src, dst):
+    dst[:] = src
+
+
+@nb.njit(**_WORKER)
+def _scatter_force(ent_start, ent_block, ent_alpha, ent_beta, d, e, g, s, out):
+    """out += gradient map of entity e applied to the world vector g[s] (generalised force)."""
+    for t in range(ent_start[e], ent_start[e + 1]):
+        o = d * ent_block[t]
+        a = ent_alpha[t]
+        if d == 2:
+            b = ent_beta[t]
+            out[o] += a * g[s, 0] + b * g[s, 1]
+            out[o + 1] += a * g[s, 1] - b * g[s, 0]
+        else:
+            out[o] += a * g[s, 0]
+            out[o + 1] += a * g[s, 1]
+            out[o + 2] += a * g[s, 2]
+
+
+@nb.njit(**_WORKER)
+def _entity_value(ent_const, ent_start, ent_block, ent_alpha, ent_beta, d, e, q, out, s):
+    _entity(ent_start, ent_block, ent_alpha, ent_beta, d, e, q, out, s)
+    for k in range(d):
+        out[s, k] += ent_const[e, k]
+
+
+@nb.njit(**_WORKER)
+def _forces_w(d, ec, es, eb, ea, ebt, gravity_q, pf_ent, pf_fn, pf_frame, pf_axes, sp_ent, sp_k,
+              sp_c, sp_l0, sp_fn, jf_ent, jf_kind, jf_fn, fval, ev, ed, g, q, qd, out):
+    """Q = gravity + point forces + spring-dampers (+ actuators) + joint forces."""
+    out[:] = gravity_q
+    for i in range(pf_ent.shape[0]):
+        for k in range(d):
+            g[2, k] = _f(fval, pf_fn[i, k], 0)
+        if pf_frame[i] == 1:  # body axes: F_world = sum_a F_a axis_a
+            for k in range(d):
+                g[1, k] = 0.0
+            for a in range(d):
+                _entity_value(ec, es, eb, ea, ebt, d, pf_axes[i, a], q, ev, 0)
+                for k in range(d):
+                    g[1, k] += g[2, a] * ev[0, k]
+            _scatter_force(es, eb, ea, ebt, d, pf_ent[i], g, 1, out)
+        else:
+            _scatter_force(es, eb, ea, ebt, d, pf_ent[i], g, 2, out)
+    for i in range(sp_ent.shape[0]):  # spring-dampers along the line a -> b
+        e = sp_ent[i]
+        _entity_value(ec, es, eb, ea, ebt, d, e, q, ev, 0)
+        _entity(es, eb, ea, ebt, d, e, qd, ed, 0)
+        length = np.sqrt(_dot(ev, 0, ev, 0, d))
+        if length < 1e-12:
+            continue
+        rate = _dot(ev, 0, ed, 0, d) / length
+        f = sp_k[i] * (length - sp_l0[i]) + sp_c[i] * rate - _f(fval, sp_fn[i], 0)
+        for k in range(d):
+            g[0, k] = -f * ev[0, k] / length
+        _scatter_force(es, eb, ea, ebt, d, e, g, 0, out)  # e = p_b - p_a: pushes b, pulls a
+    for i in range(jf_ent.shape[0]):  # joint torques / forces: tau * grad(coordinate)
+        tau = _f(fval, jf_fn[i], 0)
+        for s in range(3):
+            e = jf_ent[i, s]
+            if e >= 0:
+                _entity_value(ec, es, eb, ea, ebt, d, e, q, ev, s)
+        if jf_kind[i] == 0:  # angle = atan2(T, D): grad = (D grad T - T grad D)/(D^2+T^2)
+            D = _dot(ev, 0, ev, 1, d)
+            T = _triple(ev, 0, ev, 1, ev, 2, d)
+            r2 = D * D + T * T
+            _angle_gradient(-T / r2, -D / r2, ev, g, d)
+            n = 2 if d == 2 else 3
+        else:  # displacement = e0 . e1
+            for k in range(d):
+                g[0, k] = ev[1, k]
+                g[1, k] = ev[0, k]
+            n = 2
+        for s in range(n):
+            for k in range(d):
+                g[s, k] *= tau
+            _scatter_force(es, eb, ea, ebt, d, jf_ent[i, s], g, s, out)
+
+
+@nb.njit(**_WRAP)
+def natural_forces(data, work, q, qd, t, out):
+    _time(data, work, t)
+    _forces_w(data.dim, data.ent_const, data.ent_start, data.ent_block, data.ent_alpha,
+              data.ent_beta, data.gravity_q, data.pf_ent, data.pf_fn, data.pf_frame, data.pf_axes,
+              data.sp_ent, data.sp_k, data.sp_c, data.sp_l0, data.sp_fn, data.jf_ent, data.jf_kind,
+              data.jf_fn, work.fval, work.ev, work.ed, work.g, q, qd, out)
+
+
+_JIT = protocol.JIT
+
+
+@overload(protocol.calc_phi, jit_options=_JIT, inline="always")
+def _ov_phi(data, work, q, t, rows, phi):
+    if protocol.is_type(data, NaturalData):
+        return lambda data, work, q, t, rows, phi: natural_phi(data, work, q, t, rows, phi)
+
+
+@overload(protocol.calc_phi_q, jit_options=_JIT, inline="always")
+def _ov_phi_q(data, work, q, t, rows, values):
+    if protocol.is_type(data, NaturalData):
+        return lambda data, work, q, t, rows, values: natural_phi_q(data, work, q, t, rows, values)
+
+
+@overload(protocol.calc_phi_t, jit_options=_JIT, inline="always")
+def _ov_phi_t(data, work, q, t, rows, out):
+    if protocol.is_type(data, NaturalData):
+        return lambda data, work, q, t, rows, out: natural_phi_t(data, work, q, t, rows, out)
+
+
+@overload(protocol.calc_gamma, jit_options=_JIT, inline="always")
+def _ov_gamma(data, work, q, qd, t, rows, out):
+    if protocol.is_type(data, NaturalData):
+        return lambda data, work, q, qd, t, rows, out: natural_gamma(data, work, q, qd, t, rows, out)
+
+
+@overload(protocol.calc_mass, jit_options=_JIT, inline="always")
+def _ov_mass(data, work, q, values):
+    if protocol.is_type(data, NaturalData):
+        return lambda data, work, q, values: natural_mass(data, work, q, values)
+
+
+@overload(protocol.calc_forces, jit_options=_JIT, inline="always")
+def _ov_forces(data, work, q, qd, t, out):
+    if protocol.is_type(data, NaturalData):
+        return lambda data, work, q, qd, t, out: natural_forces(data, work, q, qd, t, out)

@@ -1,0 +1,4 @@
+"""Results files: CSV, NPZ and summary.json."""
+from .results import Results
+
+__all__ = ["Results"]

@@ -1,0 +1,242 @@
+"""Kinematic analysis of a fully driven mechanism: assembly, tracking, velocities, accelerations.
+
+>>> import kinedyn
+>>> from kinedyn.kinematics import Kinematics
+>>> kin = Kinematics(kinedyn.models.get("four-bar-driven").compile())
+>>> res = kin.simulate(t_end=1.0, dt=0.01)
+>>> res.channel("joint.D.angle").shape
+(101,)
+"""
+from __future__ import annotations
+
+import time as _time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.optimize as so
+import scipy.sparse as sps
+
+from ..errors import (AssemblyError, ConvergenceError, ModelError, SingularConfigurationError,
+                      UnknownNameError)
+from ..linalg.dense import dense_lu
+from ..linalg.sparse import analyse as sparse_analyse
+from ..linalg.subsystem import extract
+from ..model.compiled import CompiledModel
+from . import kernels as K
+from .diagnose import independent_rows, singular_rows, worst
+
+SOLVERS = ("dense", "sparse")
+
+
+def formulation_for(model_or_formulation, name: str = "natural"):
+    """A formulation object from a compiled model (or pass one through)."""
+    if not isinstance(model_or_formulation, CompiledModel):
+        return model_or_formulation
+    if name == "natural":
+        from ..formulations.natural import Natural
+        return Natural(model_or_formulation)
+    raise UnknownNameError("formulation", name, ["natural"])
+
+
+@dataclass
+class KinematicState:
+    t: float
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+    iterations: int
+    residual: float
+
+
+class Kinematics:
+    """Position, velocity and acceleration analysis (global formulation).
+
+    Parameters
+    ----------
+    model: a CompiledModel (natural coordinates are used) or a formulation object.
+    solver: ``"sparse"`` (static-pivot sparse LU, default) or ``"dense"`` (LAPACK LU).
+    tol: Newton tolerance on max |Phi| (model units: m or m^2).
+    max_iter: iteration limit; with ``fixed_iterations=True`` exactly ``max_iter`` Newton
+        iterations are done per step, as in real-time use (the paper's tEnd2).
+    t0: time of the initial assembly.
+    """
+
+    def __init__(self, model, *, solver: str = "sparse", tol: float = 1e-10, max_iter: int = 25,
+                 fixed_iterations: bool = False, t0: float = 0.0, q_guess=None):
+        if solver not in SOLVERS:
+            raise UnknownNameError("linear solver", solver, SOLVERS)
+        self.f = formulation_for(model)
+        self.model = self.f.model
+        self.solver_name = solver
+        self.tol = float(tol)
+        self.max_iter = int(max_iter)
+        self.fixed = bool(fixed_iterations)
+        self.work = self.f.make_work()
+        self.data = self.f.data
+        self.nnz = len(self.data.jac_indices)
+        self.all_rows = np.arange(self.f.n_c)
+        q = self.assemble(self.f.q0 if q_guess is None else np.asarray(q_guess, float), t0)
+        self.q_assembled = q
+        J = self.jacobian(q, t0).toarray()
+        rows, redundant = independent_rows(J)
+        self.redundant = redundant
+        if len(redundant):
+            names = [self.f.constraint_names[r] for r in redundant]
+            warnings.warn(f"{len(redundant)} redundant constraint(s) ignored by the solver (kept "
+                          f"in residual reports): {', '.join(names[:6])}", stacklevel=2)
+        if len(rows) < self.f.n_q:
+            raise ModelError(
+                f"kinematic analysis needs every degree of freedom driven, but {self.model.name!r} "
+                f"has {self.f.n_q - len(rows)} left after its drivers (Jacobian rank {len(rows)} "
+                f"of {self.f.n_q} coordinates); add drivers or use dynamics")
+        self.rows = rows
+        self.plan = K.make_plan(self.data.jac_indptr, self.data.jac_indices, rows,
+                                np.arange(self.f.n_q))
+        self.pw = K.make_plan_work(self.plan, self.nnz)
+        self._build_solver(q, t0)
+
+    # ---- pieces ------------------------------------------------------------------------------
+    def phi(self, q, t=0.0) -> np.ndarray:
+        out = np.zeros(self.f.n_c)
+        _eval_phi(self.data, self.work, np.asarray(q, float), float(t), self.all_rows, out)
+        return out
+
+    def jacobian(self, q, t=0.0) -> sps.csr_matrix:
+        values = np.zeros(self.nnz)
+        _eval_phi_q(self.data, self.work, np.asarray(q, float), float(t), self.all_rows, values)
+        return sps.csr_matrix((values, self.data.jac_indices, self.data.jac_indptr),
+                              shape=(self.f.n_c, self.f.n_q))
+
+    def _build_solver(self, q, t):
+        block = extract(self.data.jac_indptr, self.data.jac_indices, self.plan.rows, self.plan.cols)
+        self.block = block
+        if self.solver_name == "dense":
+            self.solver, self.swork = dense_lu(block)
+        else:
+            values = np.zeros(self.nnz)
+            _eval_phi_q(self.data, self.work, q, float(t), self.all_rows, values)
+            self.solver, self.swork = sparse_analyse(block, values)
+
+    def assemble(self, q_guess: np.ndarray, t: float = 0.0) -> np.ndarray:
+        """Satisfy the constraints near an approximate configuration (least squares, then
+        Newton polish); raises AssemblyError naming the constraints that cannot be met."""
+        q_guess = np.asarray(q_guess, float)
+        phi0 = self.phi(q_guess, t)
+        if np.abs(phi0).max(initial=0.0) <= self.tol:
+            return q_guess.copy()
+
+        def fun(q):
+            return self.phi(q, t)
+
+        def jac(q):
+            return self.jacobian(q, t)
+        sol = so.least_squares(fun, q_guess, jac=jac, method="trf", x_scale="jac",
+                               xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=500)
+        q = sol.x
+        phi = self.phi(q, t)
+        if np.abs(phi).max() > max(self.tol, 1e-8):
+            bad = worst(phi)
+            raise AssemblyError(
+                "the constraints cannot be satisfied near the initial configuration (largest "
+                f"residual {np.abs(phi).max():.3g}); check the geometry and the drivers at t0",
+                time=t, constraints=[self.f.constraint_names[r] for r in bad])
+        return q
+
+    # ---- one time ---------------------------------------------------------------------------
+    def solve(self, t: float, q_guess=None, qd_known=None) -> KinematicState:
+        """Positions (from ``q_guess``, default the last assembly), velocities, accelerations."""
+        start = (self.q_assembled if q_guess is None else np.asarray(q_guess, float))
+        for attempt in range(2):
+            q = start.copy()
+            qd = np.zeros(self.f.n_q)
+            qdd = np.zeros(self.f.n_q)
+            st, it, err = K.solve_once(self.data, self.work, self.solver, self.swork, self.plan,
+                                       self.pw, q, qd, qdd, float(t), self.tol, self.max_iter,
+                                       self.fixed)
+            if st == K.OK:
+                return KinematicState(t, q, qd, qdd, it, err)
+            if st in (K.REPIVOT, K.SINGULAR) and attempt == 0 and self.solver_name == "sparse":
+                self._build_solver(start, t)
+                continue
+            self._raise(st, q, t, err)
+
+    def _raise(self, st, q, t, err):
+        names = self.f.constraint_names
+        if st in (K.SINGULAR, K.REPIVOT):
+            J = self.jacobian(q, t).toarray()[self.rows]
+            rows = self.rows[singular_rows(J)]
+            raise SingularConfigurationError(
+                "the constraint Jacobian is singular (a dead-centre or bifurcation "
+                "configuration): the mechanism cannot be driven through it",
+                time=t, constraints=[names[r] for r in rows])
+        phi = self.phi(q, t)
+        bad = [names[r] for r in worst(phi)]
+        if st == K.NO_CONVERGENCE:
+            raise ConvergenceError(f"Newton-Raphson did not reach {self.tol:g} in {self.max_iter} "
+                                   f"iterations (residual {err:.3g})", time=t, constraints=bad)
+        raise AssemblyError(f"the residual diverged to {err:.3g}: the mechanism cannot follow its "
+                            "drivers here (end of travel or a driver outside the workspace)",
+                            time=t, constraints=bad)
+
+    # ---- whole runs ---------------------------------------------------------------------------
+    def simulate(self, t_end: float, dt: float, *, t0: float = 0.0, progress=None,
+                 extrapolate: bool = True):
+        """A kinematic simulation from ``t0`` to ``t_end`` with step ``dt`` (compiled loop).
+
+        ``progress`` is an optional callable ``progress(done, total)`` (the CLI passes a
+        progress bar); the run is cut into chunks only to report progress and to re-analyse
+        the sparse pivot order if a pivot degrades.
+        """
+        from .results import KinematicResults
+        if not dt > 0 or not t_end > t0:
+            raise ModelError(f"need dt > 0 and t_end > t0, got dt={dt}, t0={t0}, t_end={t_end}")
+        n = int(round((t_end - t0) / dt)) + 1
+        times = t0 + dt * np.arange(n)
+        nq = self.f.n_q
+        out_q, out_qd, out_qdd = np.zeros((n, nq)), np.zeros((n, nq)), np.zeros((n, nq))
+        out_res, out_iter = np.zeros(n), np.zeros(n, np.int64)
+        q = self.q_assembled.copy()
+        qd, qdd = np.zeros(nq), np.zeros(nq)
+        chunk = max(1, n // 100) if progress else n
+        start, last_failure = 0, -1
+        self.reanalyses = 0
+        wall = _time.perf_counter()
+        while start < n:
+            stop = min(n, start + chunk)
+            st, k = K.run(self.data, self.work, self.solver, self.swork, self.plan, self.pw, times,
+                          q, qd, qdd, start, stop, self.tol, self.max_iter, self.fixed,
+                          extrapolate, out_q, out_qd, out_qdd, out_res, out_iter)
+            if st != K.OK:
+                # a degraded static pivot order: re-analyse at the last converged state and
+                # retry the step; failing twice at the same step means a true singularity
+                if (st in (K.REPIVOT, K.SINGULAR) and self.solver_name == "sparse"
+                        and k != last_failure):
+                    last_failure = k
+                    if k > 0:
+                        q[:], qd[:], qdd[:] = out_q[k - 1], out_qd[k - 1], out_qdd[k - 1]
+                    self._build_solver(q, times[max(k - 1, 0)])
+                    self.reanalyses += 1
+                    start = k
+                    continue
+                self._raise(st, q, times[k], float(np.abs(self.phi(q, times[k])).max()))
+            start = stop
+            if progress:
+                progress(start, n)
+        wall = _time.perf_counter() - wall
+        return KinematicResults(self, times, out_q, out_qd, out_qdd, out_res, out_iter, wall)
+
+
+import numba as nb  # noqa: E402
+
+from ..formulations import protocol  # noqa: E402
+
+
+@nb.njit(cache=True)
+def _eval_phi(data, work, q, t, rows, out):
+    protocol.calc_phi(data, work, q, t, rows, out)
+
+
+@nb.njit(cache=True)
+def _eval_phi_q(data, work, q, t, rows, values):
+    protocol.calc_phi_q(data, work, q, t, rows, values)

@@ -1,0 +1,174 @@
+"""Compiled position, velocity and acceleration problems on a square subsystem.
+
+A subsystem (:class:`Plan`) is a set of constraint rows and the coordinates they determine (all
+coordinates for the global formulation; one structural group's dependent coordinates for Group
+Equations; the dependent coordinates for coordinate partitioning). For it:
+
+* position (Group Equations paper eq. 1): Newton-Raphson ``Phi_phi dphi = -Phi``;
+* velocity (eq. 2): ``Phi_phi phid = -Phi_t - Phi_h hd``;
+* acceleration (eq. 3): ``Phi_phi phidd = gamma - Phi_h hdd``;
+
+where h are the coordinates outside the subsystem (known) and the ``Phi_h`` products use the
+coupling entries of the full Jacobian. Everything here works on any formulation data and any
+solver through the protocol functions.
+
+Status codes: 0 ok, 1 singular Jacobian, 2 re-analyse the sparse pivot order, 3 no convergence
+within the iteration limit, 4 loss of assembly (the residual grew or is not finite).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+
+from .._unmanaged import unmanaged
+from ..formulations import protocol
+
+OK, SINGULAR, REPIVOT, NO_CONVERGENCE, LOST = 0, 1, 2, 3, 4
+DIVERGENCE = 1e3  # residual growth factor that means loss of assembly
+
+
+class Plan(NamedTuple):
+    rows: np.ndarray          # (n,) constraint rows
+    cols: np.ndarray          # (n,) coordinates solved for
+    coupling_pos: np.ndarray  # Jacobian entries of these rows in columns outside cols
+    coupling_col: np.ndarray
+    coupling_row: np.ndarray  # local row (0..n-1)
+
+
+class PlanWork(NamedTuple):
+    phi: np.ndarray     # (n,)
+    rhs: np.ndarray     # (n,)
+    values: np.ndarray  # full Jacobian values (nnz,)
+
+
+def make_plan(jac_indptr, jac_indices, rows, cols) -> Plan:
+    rows = np.asarray(rows, np.int64)
+    cols = np.asarray(cols, np.int64)
+    inside = set(int(c) for c in cols)
+    pos, col, row = [], [], []
+    for i, r in enumerate(rows):
+        for p in range(jac_indptr[r], jac_indptr[r + 1]):
+            if int(jac_indices[p]) not in inside:
+                pos.append(p)
+                col.append(int(jac_indices[p]))
+                row.append(i)
+    as_int = lambda x: np.array(x, np.int64)  # noqa: E731
+    return Plan(rows, cols, as_int(pos), as_int(col), as_int(row))
+
+
+def make_plan_work(plan: Plan, nnz: int) -> PlanWork:
+    n = len(plan.rows)
+    return PlanWork(np.zeros(n), np.zeros(n), np.zeros(nnz))
+
+
+@nb.njit(cache=True, nogil=True)
+def max_abs(x):
+    m = 0.0
+    for v in x:
+        a = abs(v)
+        if a > m or a != a:
+            m = a if a == a else np.inf
+    return m
+
+
+@nb.njit(cache=True, nogil=True)
+def position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed):
+    """Newton-Raphson on the plan's rows for its columns, q updated in place.
+
+    With ``fixed`` true exactly ``max_iter`` iterations are done (real-time use) and the
+    Jacobian of the final iterate is factorised for the velocity problem. Returns
+    ``(status, iterations, residual)``; on return with status 0 the solver holds the
+    factorisation of the Jacobian at the returned q.
+    """
+    first = -1.0
+    it = 0
+    while True:
+        protocol.calc_phi(data, work, q, t, plan.rows, pw.phi)
+        err = max_abs(pw.phi)
+        if err != err or err == np.inf:
+            return LOST, it, err
+        if first < 0.0:
+            first = err
+        elif err > DIVERGENCE * max(first, tol):
+            return LOST, it, err
+        protocol.calc_phi_q(data, work, q, t, plan.rows, pw.values)
+        st = protocol.factorize(solver, swork, pw.values)
+        if st != OK:
+            return st, it, err
+        if (fixed and it >= max_iter) or (not fixed and err <= tol):
+            return OK, it, err
+        if it >= max_iter:
+            return NO_CONVERGENCE, it, err
+        for i in range(pw.phi.shape[0]):
+            pw.rhs[i] = -pw.phi[i]
+        protocol.solve(solver, swork, pw.rhs)
+        for i in range(plan.cols.shape[0]):
+            q[plan.cols[i]] += pw.rhs[i]
+        it += 1
+
+
+@nb.njit(cache=True, nogil=True)
+def velocity(data, work, solver, swork, plan, pw, q, qd, t):
+    """Solve the velocity problem with the current factorisation; qd[cols] updated."""
+    protocol.calc_phi_t(data, work, q, t, plan.rows, pw.rhs)
+    for i in range(pw.rhs.shape[0]):
+        pw.rhs[i] = -pw.rhs[i]
+    for k in range(plan.coupling_pos.shape[0]):
+        pw.rhs[plan.coupling_row[k]] -= pw.values[plan.coupling_pos[k]] * qd[plan.coupling_col[k]]
+    protocol.solve(solver, swork, pw.rhs)
+    for i in range(plan.cols.shape[0]):
+        qd[plan.cols[i]] = pw.rhs[i]
+
+
+@nb.njit(cache=True, nogil=True)
+def acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t):
+    """Solve the acceleration problem with the current factorisation; qdd[cols] updated."""
+    protocol.calc_gamma(data, work, q, qd, t, plan.rows, pw.rhs)
+    for k in range(plan.coupling_pos.shape[0]):
+        pw.rhs[plan.coupling_row[k]] -= pw.values[plan.coupling_pos[k]] * qdd[plan.coupling_col[k]]
+    protocol.solve(solver, swork, pw.rhs)
+    for i in range(plan.cols.shape[0]):
+        qdd[plan.cols[i]] = pw.rhs[i]
+
+
+@nb.njit(cache=True, nogil=True)
+def run(data_, work_, solver_, swork_, plan_, pw_, times, q, qd, qdd, start, stop, tol, max_iter,
+        fixed, extrapolate, out_q, out_qd, out_qdd, out_res, out_iter):
+    """Steps ``start..stop-1`` of a kinematic simulation over ``times``.
+
+    ``q, qd, qdd`` hold the state of step ``start - 1`` (or the assembled guess when
+    ``start == 0``) and are updated in place. Each step predicts q by a second-order Taylor
+    extrapolation (tracking mode), solves positions, velocities and accelerations, and writes
+    row ``k`` of the outputs. Returns ``(status, step)``: the first failing step, or ``stop``.
+    """
+    data, work, solver, swork = unmanaged(data_), unmanaged(work_), unmanaged(solver_), unmanaged(swork_)
+    plan, pw = unmanaged(plan_), unmanaged(pw_)
+    for k in range(start, stop):
+        t = times[k]
+        if extrapolate and k > 0:
+            h = t - times[k - 1]
+            for i in range(q.shape[0]):
+                q[i] += h * qd[i] + 0.5 * h * h * qdd[i]
+        st, it, err = position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed)
+        if st != OK:
+            return st, k
+        velocity(data, work, solver, swork, plan, pw, q, qd, t)
+        acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t)
+        out_q[k] = q
+        out_qd[k] = qd
+        out_qdd[k] = qdd
+        out_res[k] = err
+        out_iter[k] = it
+    return OK, stop
+
+
+@nb.njit(cache=True, nogil=True)
+def solve_once(data, work, solver, swork, plan, pw, q, qd, qdd, t, tol, max_iter, fixed):
+    """Position, velocity and acceleration at one time (entry point from Python)."""
+    st, it, err = position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed)
+    if st == OK:
+        velocity(data, work, solver, swork, plan, pw, q, qd, t)
+        acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t)
+    return st, it, err

@@ -1,0 +1,75 @@
+"""Results of a kinematic simulation: coordinates, observables and constraint residuals."""
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from ..formulations import protocol
+from ..io.results import Results
+
+
+@nb.njit(cache=True)
+def residual_history(data, work, times, Q, QD, QDD, rows, indptr, indices, out):
+    """out[k] = max |Phi|, max |Phi_q qd + Phi_t|, max |Phi_q qdd - gamma| at step k."""
+    n_c = rows.shape[0]
+    phi = np.zeros(n_c)
+    pt = np.zeros(n_c)
+    gam = np.zeros(n_c)
+    values = np.zeros(indices.shape[0])
+    for k in range(times.shape[0]):
+        t = times[k]
+        protocol.calc_phi(data, work, Q[k], t, rows, phi)
+        protocol.calc_phi_t(data, work, Q[k], t, rows, pt)
+        protocol.calc_gamma(data, work, Q[k], QD[k], t, rows, gam)
+        protocol.calc_phi_q(data, work, Q[k], t, rows, values)
+        rp = 0.0
+        rv = 0.0
+        ra = 0.0
+        for i in range(n_c):
+            r = rows[i]
+            v = pt[i]
+            a = -gam[i]
+            for p in range(indptr[r], indptr[r + 1]):
+                v += values[p] * QD[k, indices[p]]
+                a += values[p] * QDD[k, indices[p]]
+            rp = max(rp, abs(phi[i]))
+            rv = max(rv, abs(v))
+            ra = max(ra, abs(a))
+        out[k, 0] = rp
+        out[k, 1] = rv
+        out[k, 2] = ra
+
+
+class KinematicResults(Results):
+    def __init__(self, analysis, times, Q, QD, QDD, residual, iterations, wall):
+        self.analysis = analysis
+        self.q, self.qd, self.qdd = Q, QD, QDD
+        self.iterations = iterations
+        f = analysis.f
+        res = np.zeros((len(times), 3))
+        residual_history(f.data, f.make_work(), times, Q, QD, QDD, analysis.all_rows,
+                         f.data.jac_indptr, f.data.jac_indices, res)
+        self.residuals = res
+        n = len(times)
+        summary = {
+            "model": f.model.name, "analysis": "kinematics", "formulation": f.name,
+            "strategy": "global", "solver": analysis.solver_name,
+            "coordinates": f.n_q, "constraints": f.n_c,
+            "redundant_constraints": [f.constraint_names[r] for r in analysis.redundant],
+            "t0": float(times[0]), "t_end": float(times[-1]),
+            "dt": float(times[1] - times[0]) if n > 1 else 0.0, "steps": n,
+            "tolerance": analysis.tol,
+            "iterations": {"mean": float(iterations.mean()), "max": int(iterations.max())},
+            "wall_time_s": wall, "us_per_step": wall / n * 1e6,
+            "max_residual": {"position": float(res[:, 0].max()), "velocity": float(res[:, 1].max()),
+                             "acceleration": float(res[:, 2].max())},
+        }
+        super().__init__(times, None, summary)
+
+    def _compute_channels(self) -> dict:
+        ch = self.analysis.f.observables(self.q, self.qd, self.qdd)
+        ch["residual.position"] = self.residuals[:, 0]
+        ch["residual.velocity"] = self.residuals[:, 1]
+        ch["residual.acceleration"] = self.residuals[:, 2]
+        ch["iterations"] = self.iterations.astype(float)
+        return ch
