@@ -9,9 +9,10 @@ from ._numba_cache import configure as _configure_numba_cache
 
 _configure_numba_cache()
 
-from .errors import (  # noqa: E402AssemblyError, ConvergenceError, KinedynError, ModelError,
-                     SingularConfigurationError, SolverError, UnknownNameError)
+from .errors import (AssemblyError, ConvergenceError, KinedynError,  # noqa: E402
+                     ModelError, SingularConfigurationError, SolverError, UnknownNameError)
 from .model import CompiledModel, System  # noqa: E402
+from . import models  # noqa: E402,F401  (the model library: kinedyn.models.get(name))
 
 __version__ = "0.1.0"
 

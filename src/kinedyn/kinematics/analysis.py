@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize as so
 import scipy.sparse as sps
+from scipy.sparse.csgraph import structural_rank
 
 from ..errors import (AssemblyError, ConvergenceError, ModelError, SingularConfigurationError,
                       UnknownNameError)
@@ -85,6 +86,15 @@ class Kinematics:
             names = [self.f.constraint_names[r] for r in redundant]
             warnings.warn(f"{len(redundant)} redundant constraint(s) ignored by the solver (kept "
                           f"in residual reports): {', '.join(names[:6])}", stacklevel=2)
+        if len(rows) < self.f.n_q and structural_rank(sps.csr_matrix(J != 0)) >= self.f.n_q:
+            # enough equations by structure but not numerically: a singular configuration
+            self.rows = rows
+            Jr = J[rows] if len(rows) else J
+            raise SingularConfigurationError(
+                f"the initial configuration is singular (Jacobian rank {len(rows)} of "
+                f"{self.f.n_q}): a dead centre or bifurcation point; start elsewhere",
+                time=t0, constraints=[self.f.constraint_names[r]
+                                      for r in singular_rows(J)])
         if len(rows) < self.f.n_q:
             raise ModelError(
                 f"kinematic analysis needs every degree of freedom driven, but {self.model.name!r} "
@@ -116,7 +126,10 @@ class Kinematics:
         else:
             values = np.zeros(self.nnz)
             _eval_phi_q(self.data, self.work, q, float(t), self.all_rows, values)
-            self.solver, self.swork = sparse_analyse(block, values)
+            try:
+                self.solver, self.swork = sparse_analyse(block, values)
+            except RuntimeError:  # SuperLU: "Factor is exactly singular"
+                self._raise(K.SINGULAR, q, t, float(np.abs(self.phi(q, t)).max()))
 
     def assemble(self, q_guess: np.ndarray, t: float = 0.0) -> np.ndarray:
         """Satisfy the constraints near an approximate configuration (least squares, then
@@ -162,9 +175,31 @@ class Kinematics:
             self._raise(st, q, t, err)
 
     def _raise(self, st, q, t, err):
+        """Turn a failed solve into the right error, naming constraints and time.
+
+        The Jacobian's smallest singular value tells a singular configuration (rank lost); a
+        least-squares solve from the failed iterate tells whether the constraints can still be
+        satisfied (singular configuration, e.g. a dead centre) or not (loss of assembly: the
+        drivers ask for a configuration outside the workspace).
+        """
         names = self.f.constraint_names
-        if st in (K.SINGULAR, K.REPIVOT):
-            J = self.jacobian(q, t).toarray()[self.rows]
+        J = self.jacobian(q, t).toarray()[self.rows]
+        scaled = J / np.maximum(np.abs(J).max(axis=1, keepdims=True), 1e-300)
+        sv = np.linalg.svd(scaled, compute_uv=False)
+        rank_lost = sv[-1] < 1e-8 * sv[0]
+        reachable = True
+        if st in (K.NO_CONVERGENCE, K.LOST) or rank_lost:
+            sol = so.least_squares(lambda x: self.phi(x, t)[self.rows], q,
+                                   jac=lambda x: self.jacobian(x, t)[self.rows], method="trf",
+                                   xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=200)
+            reachable = np.abs(sol.fun).max() <= max(1e3 * self.tol, 1e-7)
+        if not reachable:
+            phi = self.phi(q, t)
+            raise AssemblyError(
+                "the constraints cannot be satisfied: the drivers ask for a configuration "
+                "outside the workspace (end of travel)", time=t,
+                constraints=[names[r] for r in worst(phi)])
+        if rank_lost or st in (K.SINGULAR, K.REPIVOT):
             rows = self.rows[singular_rows(J)]
             raise SingularConfigurationError(
                 "the constraint Jacobian is singular (a dead-centre or bifurcation "
@@ -172,12 +207,9 @@ class Kinematics:
                 time=t, constraints=[names[r] for r in rows])
         phi = self.phi(q, t)
         bad = [names[r] for r in worst(phi)]
-        if st == K.NO_CONVERGENCE:
-            raise ConvergenceError(f"Newton-Raphson did not reach {self.tol:g} in {self.max_iter} "
-                                   f"iterations (residual {err:.3g})", time=t, constraints=bad)
-        raise AssemblyError(f"the residual diverged to {err:.3g}: the mechanism cannot follow its "
-                            "drivers here (end of travel or a driver outside the workspace)",
-                            time=t, constraints=bad)
+        raise ConvergenceError(f"Newton-Raphson did not reach {self.tol:g} in {self.max_iter} "
+                               f"iterations (residual {err:.3g}); try a smaller step or more "
+                               "iterations", time=t, constraints=bad)
 
     # ---- whole runs ---------------------------------------------------------------------------
     def simulate(self, t_end: float, dt: float, *, t0: float = 0.0, progress=None,

@@ -29,7 +29,7 @@ class DenseLUWork(NamedTuple):
     scale: np.ndarray  # (n,) row scale of the last matrix
 
 
-def dense_lu(block: Block, pivot_tol: float = 1e-13) -> tuple[DenseLU, DenseLUWork]:
+def dense_lu(block: Block, pivot_tol: float = 1e-10) -> tuple[DenseLU, DenseLUWork]:
     """Solver and work for a square block (see :mod:`.subsystem`)."""
     n = block.n
     local_rows = np.repeat(np.arange(n), np.diff(block.indptr))

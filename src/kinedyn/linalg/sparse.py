@@ -48,7 +48,7 @@ class SparseLUWork(NamedTuple):
     scale: np.ndarray  # (n,) row scales of B
 
 
-def analyse(block: Block, sample_values: np.ndarray, pivot_tol: float = 1e-13,
+def analyse(block: Block, sample_values: np.ndarray, pivot_tol: float = 1e-10,
             diag_pivot_thresh: float = 0.1,
             growth_limit: float = 1e3) -> tuple[SparseLU, SparseLUWork]:
     """Choose the pivot order from ``sample_values`` (the caller's full values array)."""

@@ -58,6 +58,16 @@ class Natural:
                                       for p in range(model.n_point)], np.int64)
         self.com_entity = np.array([table.id(lay.entity_point(b, model.body_com[b]))
                                     for b in range(model.n_body)], np.int64)
+        # every joint coordinate (angle or displacement) as its equation's entities, for outputs
+        self.joint_coordinates: dict[tuple[int, str], tuple[int, tuple[int, ...]]] = {}
+        for j in range(model.n_joint):
+            jtype = model.joint_type_name(j)
+            for label, comp in (("angle", 0), ("displacement", 1)):
+                if (label == "angle" and jtype in ("revolute", "cylindrical")) or \
+                        (label == "displacement" and jtype in ("prismatic", "cylindrical")):
+                    eq = lay.joint_coordinate_equation(j, comp, -1, model.joint_name[j])
+                    self.joint_coordinates[j, label] = (eq.kind,
+                                                        tuple(table.id(e) for e in eq.entities))
         forces = self._force_entities(table)
         self.mass_dense = mass_matrix(lay)
         M = sps.csr_matrix(self.mass_dense)
@@ -236,6 +246,8 @@ class Natural:
         for i, eid in enumerate(self.data.sp_ent):
             x, v = ev[eid], evd[eid]
             L = np.linalg.norm(x)
+            if L < 1e-12:  # no direction: a zero-length spring exerts no force
+                continue
             tension = m.spring_stiffness[i] * (L - m.spring_free_length[i]) + \
                 m.spring_damping[i] * (x @ v) / L
             if self.data.sp_fn[i] >= 0:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...model.compiled import JOINT_CODE
 from ...model.rotations import AXES  # noqa: F401  (documented sequence letters)
 from .layout import ANGLE
 
@@ -92,32 +91,23 @@ def observables(f, Q: np.ndarray, QD: np.ndarray, QDD: np.ndarray) -> dict[str, 
             out[f"point.{m.point_name[p]}.{ch}"] = V[:, e, k]
             out[f"point.{m.point_name[p]}.{ch}_d"] = VD[:, e, k]
             out[f"point.{m.point_name[p]}.{ch}_dd"] = VDD[:, e, k]
-    for j in range(m.n_joint):
-        t = int(m.joint_type[j])
-        coords = []
-        if t in (JOINT_CODE["revolute"], JOINT_CODE["cylindrical"]):
-            coords.append(("angle", 0))
-        if t in (JOINT_CODE["prismatic"], JOINT_CODE["cylindrical"]):
-            coords.append(("displacement", 1))
-        for label, comp in coords:
-            eq = f.layout.joint_coordinate_equation(j, comp, -1, m.joint_name[j])
-            ids = [f.entities.id(e) for e in eq.entities]
-            trip = [(V[:, i], VD[:, i], VDD[:, i]) for i in ids]
-            if eq.kind == ANGLE:
-                Dv, Dd, Ddd = _bilinear(_dot3, trip[0], trip[1])
-                if d == 2:
-                    Tv, Td, Tdd = _bilinear(lambda a, b: _triple(a, b, None), trip[0], trip[1])
-                else:
-                    Tv, Td, Tdd = _trilinear(_triple, *trip)
-                r2 = Dv * Dv + Tv * Tv
-                th = np.unwrap(np.arctan2(Tv, Dv))
-                thd = (Dv * Td - Tv * Dd) / r2
-                thdd = (Dv * Tdd - Tv * Ddd) / r2 - 2 * thd * (Dv * Dd + Tv * Td) / r2
-                value, rate, acc = th, thd, thdd
+    for (j, label), (kind, ids) in f.joint_coordinates.items():
+        trip = [(V[:, i], VD[:, i], VDD[:, i]) for i in ids]
+        if kind == ANGLE:
+            Dv, Dd, Ddd = _bilinear(_dot3, trip[0], trip[1])
+            if d == 2:
+                Tv, Td, Tdd = _bilinear(lambda a, b: _triple(a, b, None), trip[0], trip[1])
             else:
-                value, rate, acc = _bilinear(_dot3, trip[0], trip[1])
-            name = m.joint_name[j]
-            out[f"joint.{name}.{label}"] = value
-            out[f"joint.{name}.{label}_d"] = rate
-            out[f"joint.{name}.{label}_dd"] = acc
+                Tv, Td, Tdd = _trilinear(_triple, *trip)
+            r2 = Dv * Dv + Tv * Tv
+            th = np.unwrap(np.arctan2(Tv, Dv))
+            thd = (Dv * Td - Tv * Dd) / r2
+            thdd = (Dv * Tdd - Tv * Ddd) / r2 - 2 * thd * (Dv * Dd + Tv * Td) / r2
+            value, rate, acc = th, thd, thdd
+        else:
+            value, rate, acc = _bilinear(_dot3, trip[0], trip[1])
+        name = m.joint_name[j]
+        out[f"joint.{name}.{label}"] = value
+        out[f"joint.{name}.{label}_d"] = rate
+        out[f"joint.{name}.{label}_dd"] = acc
     return out

@@ -1,0 +1,223 @@
+"""Kinematic analysis: closed forms, solver agreement, finite differences, diagnoses."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import kinedyn as kd
+from kinedyn.kinematics import Kinematics
+from kinedyn.kinematics.parallel import PlatformForwardKinematics
+from kinedyn.model.rotations import euler_to_matrix
+from kinedyn.models import four_bar, get, slider_crank
+from kinedyn.models.stewart import GS_BASE, GS_HOME, GS_PLATFORM, stewart_paper_geometry
+
+T_END, DT = 2.0, 0.002
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """Every driven library model simulated with both linear solvers."""
+    out = {}
+    for name in ("four-bar-driven", "slider-crank-driven", "3-rrr-driven",
+                 "gough-stewart-driven", "stewart-paper"):
+        for solver in ("dense", "sparse"):
+            out[name, solver] = Kinematics(get(name).compile(), solver=solver).simulate(T_END, DT)
+    return out
+
+
+def test_freudenstein(runs):
+    """K1 cos(t4) - K2 cos(t2) + K3 = cos(t2 - t4) for crank angle t2 and rocker angle t4."""
+    a, b, c, d = 0.1, 0.4, 0.3, 0.4
+    res = runs["four-bar-driven", "sparse"]
+    t2, t4 = res.channel("joint.A.angle"), res.channel("joint.D.angle")
+    K1, K2, K3 = d / a, d / c, (a * a - b * b + c * c + d * d) / (2 * a * c)
+    np.testing.assert_allclose(K1 * np.cos(t4) - K2 * np.cos(t2) + K3, np.cos(t2 - t4), atol=1e-12)
+    np.testing.assert_allclose(t2, math.pi / 2 + 2 * math.pi * res.time, atol=1e-12)
+
+
+def test_slider_crank_closed_form(runs):
+    l1, l2 = 0.3, 0.4
+    res = runs["slider-crank-driven", "dense"]
+    th = res.channel("joint.crank_pin.angle")
+    s = l1 * np.cos(th) + np.sqrt(l2**2 - (l1 * np.sin(th)) ** 2)
+    np.testing.assert_allclose(res.channel("joint.slide.displacement"), s, atol=1e-12)
+    w = 2 * math.pi  # piston velocity by the chain rule of the closed form
+    sd = -l1 * np.sin(th) * w - (l1**2 * np.sin(th) * np.cos(th) * w) / np.sqrt(l2**2 - (l1 * np.sin(th))**2)
+    np.testing.assert_allclose(res.channel("joint.slide.displacement_d"), sd, atol=1e-10)
+
+
+def pose_functions(t):
+    """The gough-stewart-driven pose trajectory, written out independently."""
+    p = np.stack([-1.5 + 0.1 * np.sin(np.pi * t), 0.1 * np.sin(2 * np.pi * t),
+                  1.5 + 0.05 * np.sin(np.pi * t)], axis=1)
+    ang = np.stack([0.1 * np.sin(np.pi * t), 0.05 * np.sin(2 * np.pi * t),
+                    0.05 * np.cos(np.pi * t) - 0.05], axis=1)
+    return p, np.array([euler_to_matrix(a, "ZYX") for a in ang])
+
+
+def test_gough_stewart_leg_lengths(runs):
+    res = runs["gough-stewart-driven", "sparse"]
+    p, R = pose_functions(res.time)
+    d = p[:, None, :] + np.einsum("nij,kj->nki", R, np.array(GS_PLATFORM)) - np.array(GS_BASE)
+    lengths = np.linalg.norm(d, axis=2)
+    for k in range(6):
+        np.testing.assert_allclose(res.channel(f"joint.P{k + 1}.displacement"), lengths[:, k],
+                                   atol=1e-11)
+    np.testing.assert_allclose(res.channel("body.platform.x"), p[:, 0], atol=1e-12)
+
+
+def test_paper_stewart_actuator_angles(runs):
+    """Handle angle closed form: a cos(th) + b sin(th) = k on each leg's tangent axis."""
+    res = runs["stewart-paper", "dense"]
+    A, B, C, h = stewart_paper_geometry()
+    t = res.time
+    p = np.stack([0.01 * np.sin(2 * np.pi * t), 0.01 * np.cos(2 * np.pi * t) - 0.01,
+                  h + 0.01 * np.sin(4 * np.pi * t)], axis=1)
+    ang = np.stack([0.05 * np.sin(2 * np.pi * t), 0.05 * np.sin(4 * np.pi * t),
+                    0.05 * np.sin(6 * np.pi * t)], axis=1)
+    R = np.array([euler_to_matrix(a, "ZYX") for a in ang])
+    lh, ls = 0.08, 0.25
+    for k in range(6):
+        u = A[k] / np.linalg.norm(A[k])
+        axis = np.array([-u[1], u[0], 0.0])
+        w = np.cross(axis, u)           # where the arm points after +90 deg about the axis
+        Cw = p + R @ C[k]
+        r = Cw - A[k]
+        a, b = r @ u, r @ w
+        kk = (np.sum(r * r, axis=1) + lh**2 - ls**2) / (2 * lh)
+        base, half = np.arctan2(b, a), np.arccos(kk / np.hypot(a, b))
+        roots = [np.unwrap(base - half), np.unwrap(base + half)]
+        th = min(roots, key=lambda r: abs(r[0]))  # the assembly branch through 0 at home
+        np.testing.assert_allclose(res.channel(f"joint.R{k + 1}.angle"), th, atol=1e-10)
+
+
+def test_forward_kinematics_inverts_inverse_kinematics():
+    fk = PlatformForwardKinematics(GS_BASE, GS_PLATFORM, GS_HOME)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        p = np.array(GS_HOME) + 0.1 * rng.standard_normal(3)
+        R = euler_to_matrix(0.1 * rng.standard_normal(3))
+        fk.p[:], fk.R[:] = GS_HOME, np.eye(3)
+        p1, R1 = fk.solve(fk.leg_lengths(p, R))
+        np.testing.assert_allclose(p1, p, atol=1e-12)
+        np.testing.assert_allclose(R1, R, atol=1e-12)
+
+
+def test_forward_kinematics_matches_natural_model():
+    """Drive the natural-coordinate Gough-Stewart by its leg lengths: same platform pose."""
+    t = np.linspace(0, 1, 21)
+    p, R = pose_functions(t)
+    fk = PlatformForwardKinematics(GS_BASE, GS_PLATFORM, GS_HOME)
+    lengths = np.array([fk.leg_lengths(p[i], R[i]) for i in range(len(t))])
+    P, Rf, _ = fk.track(lengths)
+    np.testing.assert_allclose(P, p, atol=1e-11)
+    s = get("gough-stewart-driven")
+    s.drivers.clear()
+    s.forces.clear()
+    for k in range(6):  # leg lengths as (smooth) functions of time: the same pose trajectory
+        s.add_driver(f"leg{k + 1}", "joint", joint=f"P{k + 1}", function=_leg_expression(k))
+    res = Kinematics(s.compile()).simulate(1.0, 0.05)
+    np.testing.assert_allclose(res.channel("body.platform.x"), p[:, 0], atol=1e-10)
+    np.testing.assert_allclose(res.channel("body.platform.z"), p[:, 2], atol=1e-10)
+
+
+def _leg_expression(k):
+    """|p(t) + R(t) P_k - B_k| as an expression of t (matches pose_functions)."""
+    import sympy as sp
+    t = sp.Symbol("t")
+    pos = sp.Matrix([-1.5 + 0.1 * sp.sin(sp.pi * t), 0.1 * sp.sin(2 * sp.pi * t),
+                     1.5 + 0.05 * sp.sin(sp.pi * t)])
+    R = euler_to_matrix([0.1 * sp.sin(sp.pi * t), 0.05 * sp.sin(2 * sp.pi * t),
+                         0.05 * sp.cos(sp.pi * t) - 0.05], "ZYX", lib=sp)
+    d = pos + R * sp.Matrix(GS_PLATFORM[k]) - sp.Matrix(GS_BASE[k])
+    return str(sp.sqrt(d.dot(d)))
+
+
+@pytest.mark.parametrize("name", ["four-bar-driven", "slider-crank-driven", "3-rrr-driven",
+                                  "gough-stewart-driven", "stewart-paper"])
+def test_dense_and_sparse_agree(runs, name):
+    a, b = runs[name, "dense"], runs[name, "sparse"]
+    for x, y in ((a.q, b.q), (a.qd, b.qd), (a.qdd, b.qdd)):
+        np.testing.assert_allclose(x, y, atol=1e-10 * max(1.0, np.abs(x).max()))
+
+
+@pytest.mark.parametrize("name", ["four-bar-driven", "slider-crank-driven", "3-rrr-driven",
+                                  "gough-stewart-driven", "stewart-paper"])
+def test_rates_are_derivatives(runs, name):
+    """Velocities equal central differences of positions; accelerations of velocities."""
+    r = runs[name, "sparse"]
+    h = r.time[1] - r.time[0]
+    for x, xd in ((r.q, r.qd), (r.qd, r.qdd)):  # five-point stencil, error O(h^4)
+        fd = (-x[4:] + 8 * x[3:-1] - 8 * x[1:-3] + x[:-4]) / (12 * h)
+        scale = max(1.0, np.abs(xd).max())
+        np.testing.assert_allclose(xd[2:-2], fd, atol=5e-6 * scale)
+    assert r.summary["max_residual"]["position"] < 1e-9
+    assert r.summary["max_residual"]["velocity"] < 1e-9
+    assert r.summary["max_residual"]["acceleration"] < 1e-8
+
+
+def test_singular_configuration_is_diagnosed():
+    """A parallelogram four-bar driven through its change point (all links collinear)."""
+    for solver in ("dense", "sparse"):
+        s = four_bar(ground=0.4, crank=0.1, coupler=0.4, rocker=0.1, crank_angle=math.pi / 2,
+                     speed=math.pi / 2)
+        with pytest.raises(kd.SingularConfigurationError) as err:
+            Kinematics(s.compile(), solver=solver).simulate(1.5, 0.01)
+        assert 0.99 <= err.value.time <= 1.02
+        assert err.value.constraints and "singular" in str(err.value)
+
+
+def test_loss_of_assembly_is_diagnosed():
+    s = slider_crank()
+    s.add_driver("piston", "joint", joint="slide", function="0.6 + 0.15*t")
+    with pytest.raises(kd.AssemblyError) as err:
+        Kinematics(s.compile()).simulate(1.2, 0.01)
+    assert 0.6 < err.value.time < 0.75  # s reaches l1 + l2 = 0.7 at t = 0.667
+    assert any("rigid" in c or "slide" in c for c in err.value.constraints)
+
+
+def test_redundant_constraints_are_reported_and_handled():
+    """A parallelogram with a third parallel bar: one constraint is redundant."""
+    s = four_bar(ground=0.4, crank=0.1, coupler=0.4, rocker=0.1, crank_angle=math.pi / 2,
+                 speed=1.0)
+    s.add_point("ground", "E", [0.2, 0])
+    s.body("coupler").points["E"] = [0.2, 0]
+    s.add_body("bar5", mass=1, inertia=0.001, com=[0, 0], position=[0.2, 0],
+               orientation=math.pi / 2, points={"A": [0, 0], "B": [0.1, 0]})
+    s.add_joint("E1", "revolute", "ground", "bar5", point_a="E", point_b="A")
+    s.add_joint("E2", "revolute", "bar5", "coupler", point_a="B", point_b="E")
+    with pytest.warns(UserWarning, match="redundant"):
+        kin = Kinematics(s.compile())
+    assert len(kin.redundant) == 1
+    res = kin.simulate(1.0, 0.01)
+    assert res.summary["redundant_constraints"]
+    assert max(res.summary["max_residual"].values()) < 1e-12  # redundant rows satisfied too
+
+
+def test_undriven_mechanism_is_refused():
+    with pytest.raises(kd.ModelError, match="1 left"):
+        Kinematics(slider_crank().compile())
+
+
+def test_fixed_iteration_mode_matches_tolerance_mode():
+    a = Kinematics(get("stewart-paper").compile()).simulate(0.5, 0.01)
+    b = Kinematics(get("stewart-paper").compile(), fixed_iterations=True, max_iter=2).simulate(0.5, 0.01)
+    np.testing.assert_allclose(a.q, b.q, atol=1e-10)  # both converged beyond 1e-10
+    assert np.all(b.iterations == 2)
+
+
+def test_results_saved(tmp_path, runs):
+    res = runs["four-bar-driven", "sparse"]
+    files = res.save(tmp_path)
+    names = {f.name for f in files}
+    assert names == {"results.csv", "results.npz", "summary.json"}
+    data = np.load(tmp_path / "results.npz")
+    np.testing.assert_array_equal(data["joint.A.angle"], res.channel("joint.A.angle"))
+    import json
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["steps"] == len(res.time) and summary["max_residual"]["position"] < 1e-9
+    with pytest.raises(kd.UnknownNameError):
+        res.channel("joint.nope.angle")
