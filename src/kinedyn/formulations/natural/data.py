@@ -31,11 +31,11 @@ class NaturalData(NamedTuple):
     con_fn: np.ndarray       # (n_c, 2) function ids (target f(t); ANGLE: sin, cos), -1 none
     jac_indptr: np.ndarray   # (n_c + 1,) CSR pattern of phi_q
     jac_indices: np.ndarray  # (nnz,)
-    jc_start: np.ndarray     # (n_c + 1,) Jacobian contributions per row
+    jc_start: np.ndarray     # (n_c + 1,) Jacobian contributions per row (DOT/ANGLE rows)
     jc_slot: np.ndarray      # entity slot of the contribution
     jc_term: np.ndarray      # entity term (block, alpha, beta)
-    jc_comp: np.ndarray      # component of the block
-    jc_pos: np.ndarray       # position in the CSR data
+    jc_pos: np.ndarray       # CSR position of the block's first column (dim columns follow)
+    jac_const: np.ndarray    # (nnz,) Jacobian values of LINEAR rows, which are constant
     fn_ops: np.ndarray       # tapes of the functions of time (model's + derived)
     fn_args: np.ndarray
     fn_start: np.ndarray
@@ -67,7 +67,8 @@ class NaturalWork(NamedTuple):
     ftime: np.ndarray  # [time of fval, 1 once filled]
     ent: np.ndarray    # (n_e, d) entity values of the current call
     entd: np.ndarray   # (n_e, d) entity rates of the current call
-    stamp: np.ndarray  # (n_e,) call number that last computed each entity
+    stamp: np.ndarray  # (n_e,) call number that last computed each entity value
+    stampd: np.ndarray  # (n_e,) call number that last computed each entity rate
     counter: np.ndarray  # (1,) call counter
 
 
@@ -77,7 +78,7 @@ def make_work(data: NaturalData) -> NaturalWork:
     return NaturalWork(np.zeros((3, d)), np.zeros((3, d)), np.zeros((3, d)),
                        np.zeros((MAX_STACK, 3)), np.zeros((len(data.fn_start) - 1, 3)),
                        np.zeros(2), np.zeros((n_e, d)), np.zeros((n_e, d)),
-                       np.zeros(n_e, np.int64), np.zeros(1, np.int64))
+                       np.zeros(n_e, np.int64), np.zeros(n_e, np.int64), np.zeros(1, np.int64))
 
 
 class EntityTable:
@@ -127,38 +128,46 @@ def function_tapes(layout: NaturalLayout):
 
 
 def jacobian_pattern(layout: NaturalLayout, table: EntityTable, con_ent: np.ndarray):
-    """CSR pattern of phi_q and the contribution map (see NaturalData)."""
+    """CSR pattern of phi_q, the block contributions of DOT/ANGLE rows and the constant values
+    of LINEAR rows (see NaturalData)."""
     d = layout.dim
-    indptr, indices = [0], []
-    jc_start, jc_slot, jc_term, jc_comp, jc_pos = [0], [], [], [], []
+    indptr, indices, const = [0], [], []
+    jc_start, jc_slot, jc_term, jc_pos = [0], [], [], []
     term_offset = np.cumsum([0] + [len(e.terms) for e in table.items])
     for r, eq in enumerate(layout.equations):
-        contribs = []
+        blocks = []  # (slot, term, block, alpha, beta)
         for s in range(3):
             eid = con_ent[r, s]
             if eid < 0:
                 break
-            e = table.items[eid]
-            for ti, (b, (a, c)) in enumerate(sorted(e.terms.items())):
-                if eq.kind == LINEAR:
-                    comps = ([eq.comp] if a else []) + ([1 - eq.comp] if c else [])
-                else:
-                    comps = range(d)
-                for k in comps:
-                    contribs.append((s, int(term_offset[eid] + ti), k, d * b + k))
-        cols = sorted({col for *_, col in contribs})
-        pos = {col: indptr[-1] + i for i, col in enumerate(cols)}
-        indices += cols
+            for ti, (b, (a, c)) in enumerate(sorted(table.items[eid].terms.items())):
+                blocks.append((s, int(term_offset[eid] + ti), b, a, c))
+        if eq.kind == LINEAR:  # d(e0[comp])/dx_b = row comp of (alpha I + beta J)
+            row = {}
+            for _, _, b, a, c in blocks:
+                coef = a * np.eye(d)[eq.comp] + (c * np.array([[0.0, -1.0], [1.0, 0.0]])[eq.comp]
+                                                 if d == 2 else 0.0)
+                for k in range(d):
+                    if coef[k] != 0.0:
+                        row[d * b + k] = row.get(d * b + k, 0.0) + coef[k]
+            cols = sorted(row)
+            indices += cols
+            const += [row[c] for c in cols]
+        else:
+            cols = sorted({d * b + k for _, _, b, _, _ in blocks for k in range(d)})
+            start = indptr[-1]
+            pos = {col: start + i for i, col in enumerate(cols)}
+            indices += cols
+            const += [0.0] * len(cols)
+            for s, term, b, _, _ in blocks:
+                jc_slot.append(s)
+                jc_term.append(term)
+                jc_pos.append(pos[d * b])
         indptr.append(len(indices))
-        for s, term, k, col in contribs:
-            jc_slot.append(s)
-            jc_term.append(term)
-            jc_comp.append(k)
-            jc_pos.append(pos[col])
         jc_start.append(len(jc_slot))
     as_int = lambda x: np.array(x, np.int64)  # noqa: E731
     return (as_int(indptr), as_int(indices), as_int(jc_start), as_int(jc_slot), as_int(jc_term),
-            as_int(jc_comp), as_int(jc_pos))
+            as_int(jc_pos), np.array(const, float))
 
 
 def mass_matrix(layout: NaturalLayout) -> np.ndarray:

@@ -8,13 +8,13 @@ Every equation is one of three kinds over up to three entities ``e = c + sum (a 
 * ANGLE  ``S e0 . e1 - C T`` with S = sin(theta(t)), C = cos(theta(t)) and T = e0 x e1 (2-D) or
   (e0 x e1) . e2 (3-D): zero when the angle from e0 to e1 (about e2) is theta(t).
 
-gamma = -(phi_q qd)_q qd - 2 phi_qt qd - phi_tt is exact for each kind (see :func:`_gamma_row`).
+gamma = -(phi_q qd)_q qd - 2 phi_qt qd - phi_tt is exact for each kind (see :func:`_gamma_w`).
 
 Performance notes (measured, see :mod:`kinedyn._unmanaged`): the protocol kernels are inlined
 into their callers and their helpers receive plain arrays - a real call that receives the
-NamedTuples copies and reference-counts every member, which cost more than the arithmetic. Entity values are computed once per call for the entities the requested rows use
-(``stamp`` marks them), and all functions of time once per time value (``fval``), so the cost
-of a group of rows is proportional to the group.
+NamedTuples copies and reference-counts every member, which cost more than the arithmetic. Entity values are computed lazily, once per call, for the entities the requested rows
+need (``stamp`` marks them), and all functions of time once per time value (``fval``), so the
+cost of a group of rows is proportional to the group.
 """
 from __future__ import annotations
 
@@ -27,11 +27,12 @@ from .. import protocol
 from .data import NaturalData
 
 LINEAR, DOT, ANGLE = 0, 1, 2
-_WORKER = dict(cache=True, nogil=True)                   # everything with loops: plain arrays
+_WORKER = dict(cache=True, nogil=True)                   # workers with loops: plain arrays
 _WRAP = dict(cache=True, nogil=True, inline="always")    # loop-free wrappers unpacking tuples
+_LEAF = dict(cache=True, nogil=True, inline="always")    # tiny leaf helpers called per row
 
 
-@nb.njit(**_WORKER)
+@nb.njit(**_LEAF)
 def _dot(a, i, b, j, d):
     """a[i] . b[j] for 2-D scratch arrays (rows are indexed, never sliced)."""
     s = 0.0
@@ -40,7 +41,7 @@ def _dot(a, i, b, j, d):
     return s
 
 
-@nb.njit(**_WORKER)
+@nb.njit(**_LEAF)
 def _triple(a, i, b, j, c, k, d):
     """2-D: a[i] x b[j] (c unused); 3-D: (a[i] x b[j]) . c[k]."""
     if d == 2:
@@ -50,7 +51,7 @@ def _triple(a, i, b, j, c, k, d):
             + (a[i, 0] * b[j, 1] - a[i, 1] * b[j, 0]) * c[k, 2])
 
 
-@nb.njit(**_WORKER)
+@nb.njit(**_LEAF)
 def _entity(ent_start, ent_block, ent_alpha, ent_beta, d, e, x, out, s):
     """out[s] = sum_t (alpha I + beta J) x_block over the terms of entity e."""
     for k in range(d):
@@ -66,34 +67,6 @@ def _entity(ent_start, ent_block, ent_alpha, ent_beta, d, e, x, out, s):
             out[s, 0] += a * x[o]
             out[s, 1] += a * x[o + 1]
             out[s, 2] += a * x[o + 2]
-
-
-@nb.njit(**_WORKER)
-def _entities_of_rows(con_ent, ent_const, ent_start, ent_block, ent_alpha, ent_beta, d, stamp,
-                      counter, rows, x, with_const, out):
-    """Values (or rates, without constants) of every entity the rows use, into out[e]."""
-    counter[0] += 1
-    mark = counter[0]
-    for i in range(rows.shape[0]):
-        r = rows[i]
-        for s in range(3):
-            e = con_ent[r, s]
-            if e < 0:
-                break
-            if stamp[e] == mark:
-                continue
-            stamp[e] = mark
-            _entity(ent_start, ent_block, ent_alpha, ent_beta, d, e, x, out, e)
-            if with_const:
-                for k in range(d):
-                    out[e, k] += ent_const[e, k]
-
-
-@nb.njit(**_WRAP)
-def _entities(data, work, rows, x, with_const, out):
-    _entities_of_rows(data.con_ent, data.ent_const, data.ent_start, data.ent_block,
-                      data.ent_alpha, data.ent_beta, data.dim, work.stamp, work.counter, rows, x,
-                      with_const, out)
 
 
 @nb.njit(**_WORKER)
@@ -118,23 +91,47 @@ def _time(data, work, t):
     _functions_at(data.fn_ops, data.fn_args, data.fn_start, work.fval, work.ftime, work.stack, t)
 
 
-@nb.njit(**_WORKER)
+@nb.njit(**_LEAF)
 def _f(fval, fid, order):
     return fval[fid, order] if fid >= 0 else 0.0
 
 
-@nb.njit(**_WORKER)
-def _gather(con_ent, ent, r, ev):
-    """Copy the entity values of row r into the slots ev[0..2]."""
+@nb.njit(**_LEAF)
+def _load(E, r, x, with_const, mark, out):
+    """Entity values (or rates) of row r into out[0..2], computing each entity once per call.
+
+    ``E`` is the tuple of entity arrays (con_ent, ent_const, ent_start, ent_block, ent_alpha,
+    ent_beta, dim, cache, stamp): ``cache[e]`` holds entity e when ``stamp[e] == mark``.
+    """
+    con_ent, ent_const, ent_start, ent_block, ent_alpha, ent_beta, d, cache, stamp = E
     for s in range(3):
         e = con_ent[r, s]
         if e < 0:
             break
-        for k in range(ev.shape[1]):
-            ev[s, k] = ent[e, k]
+        if stamp[e] != mark:
+            stamp[e] = mark
+            _entity(ent_start, ent_block, ent_alpha, ent_beta, d, e, x, cache, e)
+            if with_const:
+                for k in range(d):
+                    cache[e, k] += ent_const[e, k]
+        for k in range(d):
+            out[s, k] = cache[e, k]
 
 
-@nb.njit(**_WORKER)
+@nb.njit(**_WRAP)
+def _ents(data, work, cache, stamp):
+    """The entity tuple for :func:`_load` (arrays only: cheap to pass to a worker)."""
+    return (data.con_ent, data.ent_const, data.ent_start, data.ent_block, data.ent_alpha,
+            data.ent_beta, data.dim, cache, stamp)
+
+
+@nb.njit(**_WRAP)
+def _next_mark(work):
+    work.counter[0] += 1
+    return work.counter[0]
+
+
+@nb.njit(**_LEAF)
 def _angle_gradient(S, C, ev, g, d):
     """Gradients of S e0.e1 - C T w.r.t. e0, e1 (and e2 in 3-D) into g."""
     if d == 2:
@@ -159,10 +156,11 @@ def _angle_gradient(S, C, ev, g, d):
 # compiled worker; see kinedyn._unmanaged for why tuples never cross a real call.
 
 @nb.njit(**_WORKER)
-def _phi_w(d, con_kind, con_ent, con_comp, con_value, con_fn, ent, fval, ev, rows, phi):
+def _phi_w(E, mark, con_kind, con_comp, con_value, con_fn, fval, ev, q, rows, phi):
+    d = E[6]
     for i in range(rows.shape[0]):
         r = rows[i]
-        _gather(con_ent, ent, r, ev)
+        _load(E, r, q, True, mark, ev)
         kind = con_kind[r]
         f0 = _f(fval, con_fn[r, 0], 0)
         if kind == LINEAR:
@@ -177,23 +175,23 @@ def _phi_w(d, con_kind, con_ent, con_comp, con_value, con_fn, ent, fval, ev, row
 @nb.njit(**_WRAP)
 def natural_phi(data, work, q, t, rows, phi):
     _time(data, work, t)
-    _entities(data, work, rows, q, True, work.ent)
-    _phi_w(data.dim, data.con_kind, data.con_ent, data.con_comp, data.con_value, data.con_fn,
-           work.ent, work.fval, work.ev, rows, phi)
+    _phi_w(_ents(data, work, work.ent, work.stamp), _next_mark(work), data.con_kind,
+           data.con_comp, data.con_value, data.con_fn, work.fval, work.ev, q, rows, phi)
 
 
 @nb.njit(**_WORKER)
-def _phi_q_w(d, con_kind, con_ent, con_comp, con_fn, indptr, jc_start, jc_slot, jc_term, jc_comp,
-             jc_pos, ent_alpha, ent_beta, ent, fval, ev, g, rows, values):
+def _phi_q_w(E, mark, con_kind, con_fn, indptr, jc_start, jc_slot, jc_term, jc_pos, jac_const,
+             ent_alpha, ent_beta, fval, ev, g, q, rows, values):
+    d = E[6]
     for i in range(rows.shape[0]):
         r = rows[i]
-        _gather(con_ent, ent, r, ev)
         kind = con_kind[r]
-        if kind == LINEAR:
-            for k in range(d):
-                g[0, k] = 0.0
-            g[0, con_comp[r]] = 1.0
-        elif kind == DOT:
+        if kind == LINEAR:  # constant rows
+            for p in range(indptr[r], indptr[r + 1]):
+                values[p] = jac_const[p]
+            continue
+        _load(E, r, q, True, mark, ev)
+        if kind == DOT:
             for k in range(d):
                 g[0, k] = ev[1, k]
                 g[1, k] = ev[0, k]
@@ -201,36 +199,40 @@ def _phi_q_w(d, con_kind, con_ent, con_comp, con_fn, indptr, jc_start, jc_slot, 
             _angle_gradient(_f(fval, con_fn[r, 0], 0), _f(fval, con_fn[r, 1], 0), ev, g, d)
         for p in range(indptr[r], indptr[r + 1]):
             values[p] = 0.0
-        for c in range(jc_start[r], jc_start[r + 1]):
+        for c in range(jc_start[r], jc_start[r + 1]):  # block b gets (alpha I + beta J)^T g_s
             s = jc_slot[c]
             term = jc_term[c]
-            k = jc_comp[c]
-            v = ent_alpha[term] * g[s, k]
+            p = jc_pos[c]
+            a = ent_alpha[term]
             if d == 2:
                 b = ent_beta[term]
-                if b != 0.0:  # J^T g = (g1, -g0)
-                    v += b * (g[s, 1] if k == 0 else -g[s, 0])
-            values[jc_pos[c]] += v
+                values[p] += a * g[s, 0] + b * g[s, 1]
+                values[p + 1] += a * g[s, 1] - b * g[s, 0]
+            else:
+                values[p] += a * g[s, 0]
+                values[p + 1] += a * g[s, 1]
+                values[p + 2] += a * g[s, 2]
 
 
 @nb.njit(**_WRAP)
 def natural_phi_q(data, work, q, t, rows, values):
     _time(data, work, t)
-    _entities(data, work, rows, q, True, work.ent)
-    _phi_q_w(data.dim, data.con_kind, data.con_ent, data.con_comp, data.con_fn, data.jac_indptr,
-             data.jc_start, data.jc_slot, data.jc_term, data.jc_comp, data.jc_pos,
-             data.ent_alpha, data.ent_beta, work.ent, work.fval, work.ev, work.g, rows, values)
+    _phi_q_w(_ents(data, work, work.ent, work.stamp), _next_mark(work), data.con_kind,
+             data.con_fn, data.jac_indptr, data.jc_start, data.jc_slot, data.jc_term, data.jc_pos,
+             data.jac_const, data.ent_alpha, data.ent_beta, work.fval, work.ev, work.g, q, rows,
+             values)
 
 
 @nb.njit(**_WORKER)
-def _phi_t_w(d, con_kind, con_ent, con_fn, ent, fval, ev, rows, out):
+def _phi_t_w(E, mark, con_kind, con_fn, fval, ev, q, rows, out):
+    d = E[6]
     for i in range(rows.shape[0]):
         r = rows[i]
         f1 = _f(fval, con_fn[r, 0], 1)
         if con_kind[r] != ANGLE:
             out[i] = -f1
         else:
-            _gather(con_ent, ent, r, ev)
+            _load(E, r, q, True, mark, ev)
             out[i] = f1 * _dot(ev, 0, ev, 1, d) - _f(fval, con_fn[r, 1], 1) * _triple(
                 ev, 0, ev, 1, ev, 2, d)
 
@@ -238,13 +240,12 @@ def _phi_t_w(d, con_kind, con_ent, con_fn, ent, fval, ev, rows, out):
 @nb.njit(**_WRAP)
 def natural_phi_t(data, work, q, t, rows, out):
     _time(data, work, t)
-    _entities(data, work, rows, q, True, work.ent)
-    _phi_t_w(data.dim, data.con_kind, data.con_ent, data.con_fn, work.ent, work.fval, work.ev,
-             rows, out)
+    _phi_t_w(_ents(data, work, work.ent, work.stamp), _next_mark(work), data.con_kind,
+             data.con_fn, work.fval, work.ev, q, rows, out)
 
 
 @nb.njit(**_WORKER)
-def _gamma_w(d, con_kind, con_ent, con_fn, ent, entd, fval, ev, ed, rows, out):
+def _gamma_w(E, Ed, mark, con_kind, con_fn, fval, ev, ed, q, qd, rows, out):
     """gamma per row.
 
     LINEAR: f''. DOT: -2 e0'.e1' + f''. ANGLE (Phi = S D - C T, D = e0.e1):
@@ -252,6 +253,7 @@ def _gamma_w(d, con_kind, con_ent, con_fn, ent, entd, fval, ev, ed, rows, out):
     without second derivatives: 2 e0' x e1' (2-D) or 2[(e0'xe1').e2 + (e0'xe1).e2' + (e0xe1').e2']
     (3-D).
     """
+    d = E[6]
     for i in range(rows.shape[0]):
         r = rows[i]
         kind = con_kind[r]
@@ -259,11 +261,11 @@ def _gamma_w(d, con_kind, con_ent, con_fn, ent, entd, fval, ev, ed, rows, out):
         if kind == LINEAR:
             out[i] = f2
             continue
-        _gather(con_ent, entd, r, ed)
+        _load(Ed, r, qd, False, mark, ed)
         if kind == DOT:
             out[i] = -2.0 * _dot(ed, 0, ed, 1, d) + f2
             continue
-        _gather(con_ent, ent, r, ev)
+        _load(E, r, q, True, mark, ev)
         S, S1, S2 = fval[con_fn[r, 0], 0], fval[con_fn[r, 0], 1], f2
         C, C1, C2 = fval[con_fn[r, 1], 0], fval[con_fn[r, 1], 1], fval[con_fn[r, 1], 2]
         D = _dot(ev, 0, ev, 1, d)
@@ -284,10 +286,9 @@ def _gamma_w(d, con_kind, con_ent, con_fn, ent, entd, fval, ev, ed, rows, out):
 @nb.njit(**_WRAP)
 def natural_gamma(data, work, q, qd, t, rows, out):
     _time(data, work, t)
-    _entities(data, work, rows, q, True, work.ent)
-    _entities(data, work, rows, qd, False, work.entd)
-    _gamma_w(data.dim, data.con_kind, data.con_ent, data.con_fn, work.ent, work.entd, work.fval,
-             work.ev, work.ed, rows, out)
+    _gamma_w(_ents(data, work, work.ent, work.stamp), _ents(data, work, work.entd, work.stampd),
+             _next_mark(work), data.con_kind, data.con_fn, work.fval, work.ev, work.ed, q, qd,
+             rows, out)
 
 
 @nb.njit(**_WRAP)
@@ -300,7 +301,7 @@ def _copy(src, dst):
     dst[:] = src
 
 
-@nb.njit(**_WORKER)
+@nb.njit(**_LEAF)
 def _scatter_force(ent_start, ent_block, ent_alpha, ent_beta, d, e, g, s, out):
     """out += gradient map of entity e applied to the world vector g[s] (generalised force)."""
     for t in range(ent_start[e], ent_start[e + 1]):
@@ -316,7 +317,7 @@ def _scatter_force(ent_start, ent_block, ent_alpha, ent_beta, d, e, g, s, out):
             out[o + 2] += a * g[s, 2]
 
 
-@nb.njit(**_WORKER)
+@nb.njit(**_LEAF)
 def _entity_value(ent_const, ent_start, ent_block, ent_alpha, ent_beta, d, e, q, out, s):
     _entity(ent_start, ent_block, ent_alpha, ent_beta, d, e, q, out, s)
     for k in range(d):
