@@ -93,12 +93,13 @@ def integrate_fixed(system_, work_, y, t0, dt, n_steps, method, n_pos, second_or
                     record_every, out_y, scratch):
     """Run ``n_steps`` steps from ``t0``; record ``y`` every ``record_every`` steps.
 
-    ``out_y`` has ``n_steps // record_every + 1`` rows; row 0 is the initial state. Returns
+    ``out_y`` has ``n_steps // record_every + 1`` rows of the recorded state
+    (:func:`~kinedyn.formulations.protocol.record_state`); row 0 is the initial state. Returns
     ``(status, steps_done)``: on a nonzero status the run stops and ``y`` is the state at the
     start of the failed step.
     """
     system, work = unmanaged(system_), unmanaged(work_)
-    out_y[0, :] = y
+    protocol.record_state(system, work, y, t0, out_y[0])
     saved = scratch[5]
     for s in range(n_steps):
         saved[:] = y
@@ -107,7 +108,8 @@ def integrate_fixed(system_, work_, y, t0, dt, n_steps, method, n_pos, second_or
             y[:] = saved
             return st, s
         if (s + 1) % record_every == 0:
-            out_y[(s + 1) // record_every, :] = y
+            protocol.record_state(system, work, y, t0 + (s + 1) * dt,
+                                  out_y[(s + 1) // record_every])
     return 0, n_steps
 
 

@@ -108,15 +108,10 @@ class Kinematics:
 
     # ---- pieces ------------------------------------------------------------------------------
     def phi(self, q, t=0.0) -> np.ndarray:
-        out = np.zeros(self.f.n_c)
-        _eval_phi(self.data, self.work, np.asarray(q, float), float(t), self.all_rows, out)
-        return out
+        return constraint_values(self.f, q, t, self.work)
 
     def jacobian(self, q, t=0.0) -> sps.csr_matrix:
-        values = np.zeros(self.nnz)
-        _eval_phi_q(self.data, self.work, np.asarray(q, float), float(t), self.all_rows, values)
-        return sps.csr_matrix((values, self.data.jac_indices, self.data.jac_indptr),
-                              shape=(self.f.n_c, self.f.n_q))
+        return constraint_jacobian(self.f, q, t, self.work)
 
     def _build_solver(self, q, t):
         block = extract(self.data.jac_indptr, self.data.jac_indices, self.plan.rows, self.plan.cols)
@@ -132,29 +127,8 @@ class Kinematics:
                 self._raise(K.SINGULAR, q, t, float(np.abs(self.phi(q, t)).max()))
 
     def assemble(self, q_guess: np.ndarray, t: float = 0.0) -> np.ndarray:
-        """Satisfy the constraints near an approximate configuration (least squares, then
-        Newton polish); raises AssemblyError naming the constraints that cannot be met."""
-        q_guess = np.asarray(q_guess, float)
-        phi0 = self.phi(q_guess, t)
-        if np.abs(phi0).max(initial=0.0) <= self.tol:
-            return q_guess.copy()
-
-        def fun(q):
-            return self.phi(q, t)
-
-        def jac(q):
-            return self.jacobian(q, t)
-        sol = so.least_squares(fun, q_guess, jac=jac, method="trf", x_scale="jac",
-                               xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=500)
-        q = sol.x
-        phi = self.phi(q, t)
-        if np.abs(phi).max() > max(self.tol, 1e-8):
-            bad = worst(phi)
-            raise AssemblyError(
-                "the constraints cannot be satisfied near the initial configuration (largest "
-                f"residual {np.abs(phi).max():.3g}); check the geometry and the drivers at t0",
-                time=t, constraints=[self.f.constraint_names[r] for r in bad])
-        return q
+        """Satisfy the constraints near an approximate configuration (see :func:`assemble`)."""
+        return assemble(self.f, q_guess, t, self.tol, self.work)
 
     # ---- one time ---------------------------------------------------------------------------
     def solve(self, t: float, q_guess=None, qd_known=None) -> KinematicState:
@@ -262,6 +236,44 @@ class Kinematics:
 import numba as nb  # noqa: E402
 
 from ..formulations import protocol  # noqa: E402
+
+
+def constraint_values(f, q, t, work=None, rows=None) -> np.ndarray:
+    rows = np.arange(f.n_c) if rows is None else np.asarray(rows, np.int64)
+    out = np.zeros(len(rows))
+    _eval_phi(f.data, work if work is not None else f.make_work(), np.asarray(q, float), float(t),
+              rows, out)
+    return out
+
+
+def constraint_jacobian(f, q, t, work=None) -> sps.csr_matrix:
+    values = np.zeros(len(f.data.jac_indices))
+    _eval_phi_q(f.data, work if work is not None else f.make_work(), np.asarray(q, float),
+                float(t), np.arange(f.n_c), values)
+    return sps.csr_matrix((values, f.data.jac_indices, f.data.jac_indptr), shape=(f.n_c, f.n_q))
+
+
+def assemble(f, q_guess, t: float = 0.0, tol: float = 1e-10, work=None) -> np.ndarray:
+    """Satisfy the constraints near an approximate configuration.
+
+    Least squares (SciPy's trust-region reflective solver with the sparse Jacobian) from the
+    guess, so redundant constraints and the nearest assembly mode are handled; raises
+    :class:`AssemblyError` naming the constraints that cannot be met.
+    """
+    work = work if work is not None else f.make_work()
+    q_guess = np.asarray(q_guess, float)
+    if f.n_c == 0 or np.abs(constraint_values(f, q_guess, t, work)).max() <= tol:
+        return q_guess.copy()
+    sol = so.least_squares(lambda q: constraint_values(f, q, t, work), q_guess,
+                           jac=lambda q: constraint_jacobian(f, q, t, work), method="trf",
+                           x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=500)
+    phi = constraint_values(f, sol.x, t, work)
+    if np.abs(phi).max() > max(tol, 1e-8):
+        raise AssemblyError(
+            "the constraints cannot be satisfied near the initial configuration (largest "
+            f"residual {np.abs(phi).max():.3g}); check the geometry and the drivers at t0",
+            time=t, constraints=[f.constraint_names[r] for r in worst(phi)])
+    return sol.x
 
 
 @nb.njit(cache=True)

@@ -291,6 +291,57 @@ class Natural:
     def com_positions(self, q: np.ndarray) -> np.ndarray:
         return self.entity_values(q)[self.com_entity]
 
+    def _trajectory(self, Q, derivative=False):
+        """Entity values (or rates) along a trajectory: (n, n_e, d)."""
+        Q = np.atleast_2d(Q)
+        V = (self._E @ Q.T).T
+        if not derivative:
+            V = V + self._c
+        return V.reshape(len(Q), -1, self.dim)
+
+    def body_motion(self, Q, QD, QDD) -> dict:
+        """Motion of every body along a trajectory (world frame).
+
+        Returns arrays over (step, body): ``com``, ``com_d``, ``com_dd`` (n, n_body, d);
+        ``R`` (n, n_body, d, d); ``omega`` and ``alpha`` (n, n_body, 3) in 3-D or (n, n_body)
+        in 2-D. The ground's entries are zero / identity.
+        """
+        V, VD, VDD = (self._trajectory(Q), self._trajectory(QD, True),
+                      self._trajectory(QDD, True))
+        axes = self.body_axes
+        R = np.stack([V[:, axes[:, k]] for k in range(self.dim)], axis=-1)    # (n, nb, d, d)
+        Rd = np.stack([VD[:, axes[:, k]] for k in range(self.dim)], axis=-1)
+        Rdd = np.stack([VDD[:, axes[:, k]] for k in range(self.dim)], axis=-1)
+        Rt = np.swapaxes(R, -1, -2)
+        W = Rd @ Rt
+        A = Rdd @ Rt - W @ W
+        if self.dim == 2:
+            omega, alpha = W[..., 1, 0], A[..., 1, 0]
+        else:
+            omega = np.stack([W[..., 2, 1], W[..., 0, 2], W[..., 1, 0]], axis=-1)
+            alpha = np.stack([A[..., 2, 1], A[..., 0, 2], A[..., 1, 0]], axis=-1)
+        return {"com": V[:, self.com_entity], "com_d": VD[:, self.com_entity],
+                "com_dd": VDD[:, self.com_entity], "R": R, "omega": omega, "alpha": alpha}
+
+    def point_trajectory(self, Q, QD) -> tuple[np.ndarray, np.ndarray]:
+        """World positions and velocities of every model point: (n, n_point, d) each."""
+        return (self._trajectory(Q)[:, self.point_entity],
+                self._trajectory(QD, True)[:, self.point_entity])
+
+    def energies(self, Q, QD) -> dict:
+        """Kinetic, gravity potential and spring energy along a trajectory (n,) each."""
+        m = self.model
+        Q, QD = np.atleast_2d(Q), np.atleast_2d(QD)
+        kinetic = 0.5 * np.einsum("ni,ij,nj->n", QD, self.mass_dense, QD)
+        com = self._trajectory(Q)[:, self.com_entity[1:]]
+        gravity = -np.einsum("b,nbk,k->n", m.body_mass[1:], com, m.gravity)
+        spring = np.zeros(len(Q))
+        if len(self.data.sp_ent):
+            ext = self._trajectory(Q)[:, self.data.sp_ent]
+            length = np.linalg.norm(ext, axis=-1)
+            spring = 0.5 * np.sum(m.spring_stiffness * (length - m.spring_free_length) ** 2, axis=1)
+        return {"kinetic": kinetic, "gravity": gravity, "spring": spring}
+
     def kinetic_energy(self, qd: np.ndarray) -> float:
         return 0.5 * float(qd @ self.mass_dense @ qd)
 

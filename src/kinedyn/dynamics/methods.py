@@ -1,0 +1,394 @@
+"""Forward-dynamics methods as compiled systems for the generic integrators.
+
+Each method is a NamedTuple holding the formulation's data, the constraint rows it enforces
+(the independent ones) and a linear solver; its work NamedTuple holds the formulation's work,
+the solver's work and scratch. All are written against the protocol, so they run on any
+formulation that implements ``calc_mass, calc_forces, calc_phi, calc_phi_q, calc_phi_t,
+calc_gamma``.
+
+* ``augmented``  index-1 form ``[M J^T; J 0][qdd; lam] = [Q; gamma_hat]`` (sparse-relative paper
+  eq. 3), ``gamma_hat = gamma - 2 alpha phi' - beta^2 phi`` (Baumgarte, thesis eq. 2.16-2.18);
+* ``projection`` the same, then positions and velocities projected onto the constraint manifold
+  after each step (M-weighted least-change projection, closure to ``tol``);
+* ``penalty``    augmented-Lagrangian penalty iteration, thesis eqs. 2.22-2.23:
+  ``qdd0 = M^-1 Q``, ``(M + J^T rho J) qdd_k = M qdd_{k-1} - J^T rho (-gamma + 2 omega zeta phi' +
+  omega^2 phi)``;
+* ``partitioning`` coordinate partitioning (thesis section 2.1.5): only the independent
+  coordinates are integrated; dependent positions and velocities are solved from the constraints
+  each evaluation (Newton-Raphson, eqs. 1-2 of the Group Equations paper) and accelerations from
+  the index-1 system.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+from numba.extending import overload
+
+from ..formulations import protocol
+from ..kinematics import kernels as K
+
+
+class Augmented(NamedTuple):
+    form: tuple            # formulation data
+    rows: np.ndarray       # constraint rows enforced (independent)
+    n_q: int
+    kkt_mass_pos: np.ndarray
+    kkt_jac_src: np.ndarray
+    kkt_jac_pos: np.ndarray
+    kkt_jacT_pos: np.ndarray
+    solver: tuple          # linear solver over the KKT pattern (values = KKT data)
+    alpha: float           # Baumgarte (0, 0: plain index-1)
+    beta: float
+    project: bool          # projection method
+    tol: float             # projection tolerance on max |phi|
+    max_iter: int
+
+
+class AugmentedWork(NamedTuple):
+    form: tuple
+    solver: tuple
+    mass: np.ndarray   # (nnz_M,)
+    jac: np.ndarray    # (nnz_J,) full Jacobian data
+    kkt: np.ndarray    # (nnz_KKT,)
+    Q: np.ndarray      # (n_q,)
+    rhs: np.ndarray    # (n_q + n_c,)
+    phi: np.ndarray    # (n_c,)
+    phit: np.ndarray   # (n_c,)
+    gamma: np.ndarray  # (n_c,)
+    lam: np.ndarray    # (n_c,) multipliers of the last evaluation
+
+
+@nb.njit(cache=True, nogil=True)
+def _assemble_kkt(mass_pos, jac_src, jac_pos, jacT_pos, mass, jac, kkt):
+    kkt[:] = 0.0
+    for k in range(mass_pos.shape[0]):
+        kkt[mass_pos[k]] += mass[k]
+    for k in range(jac_src.shape[0]):
+        v = jac[jac_src[k]]
+        kkt[jac_pos[k]] += v
+        kkt[jacT_pos[k]] += v
+
+
+@nb.njit(cache=True, nogil=True)
+def _rate_of_phi(rows, indptr, indices, jac, qd, phit, out):
+    """out = J qd + phi_t over the rows (phi')."""
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        v = phit[i]
+        for p in range(indptr[r], indptr[r + 1]):
+            v += jac[p] * qd[indices[p]]
+        out[i] = v
+
+
+@nb.njit(cache=True, nogil=True)
+def _unpack(n, y, rhs, lam, ydot):
+    for i in range(n):
+        ydot[i] = y[n + i]
+        ydot[n + i] = rhs[i]
+    for i in range(lam.shape[0]):
+        lam[i] = rhs[n + i]
+
+
+def _augmented_derivative(system, work, y, t, ydot):
+    n = system.n_q
+    nc = system.rows.shape[0]
+    q = y[:n]
+    qd = y[n:]
+    form, fw = system.form, work.form
+    protocol.calc_forces(form, fw, q, qd, t, work.Q)
+    protocol.calc_mass(form, fw, q, work.mass)
+    protocol.calc_phi_q(form, fw, q, t, system.rows, work.jac)
+    protocol.calc_gamma(form, fw, q, qd, t, system.rows, work.gamma)
+    _assemble_kkt(system.kkt_mass_pos, system.kkt_jac_src, system.kkt_jac_pos,
+                  system.kkt_jacT_pos, work.mass, work.jac, work.kkt)
+    rhs = work.rhs
+    rhs[:n] = work.Q
+    rhs[n:] = work.gamma
+    if system.alpha != 0.0 or system.beta != 0.0:  # Baumgarte: gamma - 2 a phi' - b^2 phi
+        protocol.calc_phi(form, fw, q, t, system.rows, work.phi)
+        protocol.calc_phi_t(form, fw, q, t, system.rows, work.phit)
+        _rate_of_phi(system.rows, form.jac_indptr, form.jac_indices, work.jac, qd, work.phit,
+                     work.phit)
+        for i in range(nc):
+            rhs[n + i] -= 2.0 * system.alpha * work.phit[i] + system.beta ** 2 * work.phi[i]
+    st = protocol.factorize(system.solver, work.solver, work.kkt)
+    if st != 0:
+        return st
+    protocol.solve(system.solver, work.solver, rhs)
+    _unpack(n, y, rhs, work.lam, ydot)
+    return 0
+
+
+def _augmented_project(system, work, y, t):
+    """Project q onto phi = 0 and qd onto phi' = 0, least change in the M-metric.
+
+    [M J^T; J 0][dq; mu] = [0; -phi] (iterated) and [M J^T; J 0][dv; mu] = [0; -phi'].
+    """
+    if not system.project:
+        return 0
+    n = system.n_q
+    nc = system.rows.shape[0]
+    q = y[:n]
+    qd = y[n:]
+    form, fw = system.form, work.form
+    protocol.calc_mass(form, fw, q, work.mass)
+    rhs = work.rhs
+    for it in range(system.max_iter + 1):
+        protocol.calc_phi(form, fw, q, t, system.rows, work.phi)
+        protocol.calc_phi_q(form, fw, q, t, system.rows, work.jac)
+        _assemble_kkt(system.kkt_mass_pos, system.kkt_jac_src, system.kkt_jac_pos,
+                      system.kkt_jacT_pos, work.mass, work.jac, work.kkt)
+        st = protocol.factorize(system.solver, work.solver, work.kkt)
+        if st != 0:
+            return st
+        if K.max_abs(work.phi) <= system.tol:
+            break
+        if it == system.max_iter:
+            return K.NO_CONVERGENCE
+        rhs[:n] = 0.0
+        for i in range(nc):
+            rhs[n + i] = -work.phi[i]
+        protocol.solve(system.solver, work.solver, rhs)
+        for i in range(n):
+            q[i] += rhs[i]
+    protocol.calc_phi_t(form, fw, q, t, system.rows, work.phit)
+    _rate_of_phi(system.rows, form.jac_indptr, form.jac_indices, work.jac, qd, work.phit,
+                 work.phit)
+    rhs[:n] = 0.0
+    for i in range(nc):
+        rhs[n + i] = -work.phit[i]
+    protocol.solve(system.solver, work.solver, rhs)
+    for i in range(n):
+        qd[i] += rhs[i]
+    return 0
+
+
+def _copy_state(system, work, y, t, out):
+    out[:] = y
+
+
+@overload(protocol.calc_state_derivative, jit_options=protocol.JIT)
+def _ov_aug_derivative(system, work, y, t, ydot):
+    if protocol.is_type(system, Augmented):
+        return _augmented_derivative
+
+
+@overload(protocol.post_step, jit_options=protocol.JIT)
+def _ov_aug_post(system, work, y, t):
+    if protocol.is_type(system, Augmented):
+        return _augmented_project
+
+
+@overload(protocol.record_state, jit_options=protocol.JIT)
+def _ov_aug_record(system, work, y, t, out):
+    if protocol.is_type(system, Augmented):
+        return _copy_state
+
+
+# ---- penalty (augmented Lagrangian) -------------------------------------------------------------
+class Penalty(NamedTuple):
+    form: tuple
+    rows: np.ndarray
+    n_q: int
+    mass_solver: tuple     # solver over the mass pattern (values = mass data)
+    pen_mass_pos: np.ndarray
+    pair_row: np.ndarray
+    pair_a: np.ndarray
+    pair_b: np.ndarray
+    pair_pos: np.ndarray
+    pen_solver: tuple      # solver over the penalty pattern
+    rho: float
+    omega: float
+    zeta: float
+    iterations: int
+
+
+class PenaltyWork(NamedTuple):
+    form: tuple
+    mass_solver: tuple
+    pen_solver: tuple
+    mass: np.ndarray
+    jac: np.ndarray
+    pen: np.ndarray
+    Q: np.ndarray
+    qdd: np.ndarray
+    rhs: np.ndarray
+    phi: np.ndarray
+    phit: np.ndarray
+    gamma: np.ndarray
+
+
+@nb.njit(cache=True, nogil=True)
+def _assemble_penalty(mass_pos, pair_row, pair_a, pair_b, pair_pos, rho, mass, jac, pen):
+    pen[:] = 0.0
+    for k in range(mass_pos.shape[0]):
+        pen[mass_pos[k]] += mass[k]
+    for k in range(pair_a.shape[0]):
+        pen[pair_pos[k]] += jac[pair_a[k]] * rho * jac[pair_b[k]]
+
+
+@nb.njit(cache=True, nogil=True)
+def _penalty_rhs(rows, indptr, indices, mass_indptr, mass_indices, mass, jac, qdd, rho, omega,
+                 zeta, phi, phid, gamma, out):
+    """out = M qdd - J^T rho (-gamma + 2 omega zeta phi' + omega^2 phi)."""
+    n = out.shape[0]
+    for i in range(n):
+        v = 0.0
+        for p in range(mass_indptr[i], mass_indptr[i + 1]):
+            v += mass[p] * qdd[mass_indices[p]]
+        out[i] = v
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        w = rho * (-gamma[i] + 2.0 * omega * zeta * phid[i] + omega * omega * phi[i])
+        for p in range(indptr[r], indptr[r + 1]):
+            out[indices[p]] -= jac[p] * w
+
+
+def _penalty_derivative(system, work, y, t, ydot):
+    n = system.n_q
+    q = y[:n]
+    qd = y[n:]
+    form, fw = system.form, work.form
+    protocol.calc_forces(form, fw, q, qd, t, work.Q)
+    protocol.calc_mass(form, fw, q, work.mass)
+    protocol.calc_phi(form, fw, q, t, system.rows, work.phi)
+    protocol.calc_phi_t(form, fw, q, t, system.rows, work.phit)
+    protocol.calc_phi_q(form, fw, q, t, system.rows, work.jac)
+    protocol.calc_gamma(form, fw, q, qd, t, system.rows, work.gamma)
+    _rate_of_phi(system.rows, form.jac_indptr, form.jac_indices, work.jac, qd, work.phit,
+                 work.phit)
+    st = protocol.factorize(system.mass_solver, work.mass_solver, work.mass)  # qdd0 = M^-1 Q
+    if st != 0:
+        return st
+    work.qdd[:] = work.Q
+    protocol.solve(system.mass_solver, work.mass_solver, work.qdd)
+    _assemble_penalty(system.pen_mass_pos, system.pair_row, system.pair_a, system.pair_b,
+                      system.pair_pos, system.rho, work.mass, work.jac, work.pen)
+    st = protocol.factorize(system.pen_solver, work.pen_solver, work.pen)
+    if st != 0:
+        return st
+    for k in range(system.iterations):
+        _penalty_rhs(system.rows, form.jac_indptr, form.jac_indices, form.mass_indptr,
+                     form.mass_indices, work.mass, work.jac, work.qdd, system.rho, system.omega,
+                     system.zeta, work.phi, work.phit, work.gamma, work.rhs)
+        protocol.solve(system.pen_solver, work.pen_solver, work.rhs)
+        work.qdd[:] = work.rhs
+    for i in range(n):
+        ydot[i] = qd[i]
+        ydot[n + i] = work.qdd[i]
+    return 0
+
+
+def _no_post(system, work, y, t):
+    return 0
+
+
+@overload(protocol.calc_state_derivative, jit_options=protocol.JIT)
+def _ov_pen_derivative(system, work, y, t, ydot):
+    if protocol.is_type(system, Penalty):
+        return _penalty_derivative
+
+
+@overload(protocol.post_step, jit_options=protocol.JIT)
+def _ov_pen_post(system, work, y, t):
+    if protocol.is_type(system, Penalty):
+        return _no_post
+
+
+@overload(protocol.record_state, jit_options=protocol.JIT)
+def _ov_pen_record(system, work, y, t, out):
+    if protocol.is_type(system, Penalty):
+        return _copy_state
+
+
+# ---- coordinate partitioning --------------------------------------------------------------------
+class Partitioned(NamedTuple):
+    aug: Augmented          # accelerations from the index-1 system
+    independent: np.ndarray  # (n_i,) independent coordinates (integrated)
+    plan: tuple             # kinematics Plan: rows x dependent coordinates
+    dep_solver: tuple       # solver over the dependent block
+    tol: float
+    max_iter: int
+
+
+class PartitionedWork(NamedTuple):
+    aug: AugmentedWork
+    plan: tuple             # PlanWork
+    dep_solver: tuple
+    q: np.ndarray           # full coordinates (dependent ones warm-start Newton)
+    qd: np.ndarray
+    y: np.ndarray           # full state [q; qd] for the index-1 evaluation
+    ydot: np.ndarray
+
+
+@nb.njit(cache=True, nogil=True)
+def _scatter_independent(ind, n, y, q, qd):
+    ni = ind.shape[0]
+    for k in range(ni):
+        q[ind[k]] = y[k]
+        qd[ind[k]] = y[ni + k]
+
+
+def _complete_state(system, work, y, t):
+    """Dependent positions (Newton) and velocities from the independent state y."""
+    aug = system.aug
+    n = aug.n_q
+    _scatter_independent(system.independent, n, y, work.q, work.qd)
+    st, it, err = K.position(aug.form, work.aug.form, system.dep_solver, work.dep_solver,
+                             system.plan, work.plan, work.q, t, system.tol, system.max_iter,
+                             False)
+    if st != 0:
+        return st
+    K.velocity(aug.form, work.aug.form, system.dep_solver, work.dep_solver, system.plan,
+               work.plan, work.q, work.qd, t)
+    work.y[:n] = work.q
+    work.y[n:] = work.qd
+    return 0
+
+
+@nb.njit(cache=True, nogil=True)
+def _gather_independent(ind, n, full_dot, ydot):
+    ni = ind.shape[0]
+    for k in range(ni):
+        ydot[k] = full_dot[ind[k]]
+        ydot[ni + k] = full_dot[n + ind[k]]
+
+
+def _partitioned_derivative(system, work, y, t, ydot):
+    st = _complete_state_c(system, work, y, t)
+    if st != 0:
+        return st
+    st = _augmented_derivative_c(system.aug, work.aug, work.y, t, work.ydot)
+    if st != 0:
+        return st
+    _gather_independent(system.independent, system.aug.n_q, work.ydot, ydot)
+    return 0
+
+
+def _partitioned_record(system, work, y, t, out):
+    _complete_state_c(system, work, y, t)
+    out[:] = work.y
+
+
+_complete_state_c = nb.njit(cache=True, nogil=True)(_complete_state)
+_augmented_derivative_c = nb.njit(cache=True, nogil=True)(_augmented_derivative)
+
+
+@overload(protocol.calc_state_derivative, jit_options=protocol.JIT)
+def _ov_part_derivative(system, work, y, t, ydot):
+    if protocol.is_type(system, Partitioned):
+        return _partitioned_derivative
+
+
+@overload(protocol.post_step, jit_options=protocol.JIT)
+def _ov_part_post(system, work, y, t):
+    if protocol.is_type(system, Partitioned):
+        return _no_post
+
+
+@overload(protocol.record_state, jit_options=protocol.JIT)
+def _ov_part_record(system, work, y, t, out):
+    if protocol.is_type(system, Partitioned):
+        return _partitioned_record

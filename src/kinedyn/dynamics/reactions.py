@@ -1,0 +1,293 @@
+"""Joint reactions and actuator efforts by Newton-Euler, from any formulation's motion.
+
+For every moving body b (world frame, moments about its centre of mass c):
+
+    sum F = m a_c,        sum (r - c) x F + sum T = I_w alpha + omega x I_w omega
+
+with the applied loads (gravity, point forces, springs, joint torques/forces) known and the joint
+wrenches unknown. Each joint j carries an unknown force F_j and torque T_j acting on its body_b at
+its point_b (and -F_j, -T_j on body_a); the joint's freedoms remove the wrench components that
+would do work on the allowed motion (a revolute joint transmits no torque about its axis, a
+prismatic joint no force along it, ...). A driver adds back the component along the driven
+freedom: that component is the actuator effort (the inverse-dynamics result). The system is
+solved in the least-squares sense per time step; with redundant constraints the reactions are
+not unique and the minimum-norm ones are reported.
+
+This uses only body motion (position, velocity and acceleration of each body), so every
+formulation reports comparable reactions.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model.compiled import COMPONENT_CODE, DRIVER_CODE, FRAME_CODE, JOINT_CODE
+
+_J = JOINT_CODE
+
+
+def _cross2(a, b):
+    return a[0] * b[1] - a[1] * b[0]
+
+
+class ReactionSolver:
+    """Unknown layout and per-step assembly of the Newton-Euler equations of a model."""
+
+    def __init__(self, f):
+        self.f = f
+        m = self.model = f.model
+        d = self.d = m.dim
+        self.nf, self.nt = d, (1 if d == 2 else 3)
+        self.nw = self.nf + self.nt
+        driven = {}  # joint -> set of driven components
+        for k in range(m.n_driver):
+            if m.driver_kind[k] == DRIVER_CODE["joint"]:
+                driven.setdefault(int(m.driver_joint[k]), set()).add(int(m.driver_component[k]))
+        self.driven = driven
+        self.joints = [j for j in range(m.n_joint) if m.joint_type[j] != _J["free"]]
+        self.cols = {}
+        col = 0
+        for j in self.joints:
+            self.cols["joint", j] = col
+            col += self.nw
+        for k in range(m.n_driver):
+            kind = int(m.driver_kind[k])
+            if kind == DRIVER_CODE["distance"]:
+                self.cols["driver", k] = col
+                col += 1
+            elif kind == DRIVER_CODE["pose"]:
+                self.cols["driver", k] = col
+                col += self.nw
+        self.n_unknown = col
+
+    # ---- per step --------------------------------------------------------------------------------
+    def solve_step(self, motion, k, P, PV, F):
+        """Reaction vector at step k (motion from body_motion, P/PV point positions/velocities,
+        F the model functions of time at this step (n_function, 3))."""
+        m, d = self.model, self.d
+        nb = m.n_body
+        nw = self.nw
+        rows_eq = []
+        A_body = np.zeros((nw * (nb - 1), self.n_unknown))
+        b_body = np.zeros(nw * (nb - 1))
+        R = motion["R"][k]
+        com = motion["com"][k]
+
+        def add_wrench(body, cols, point, force_map, torque_map):
+            """Add the contribution of unknowns `cols` (force map (d, n), torque map (nt, n))
+            applied at `point` to the equations of `body` (sign included in the maps)."""
+            if body == 0:
+                return
+            r0 = nw * (body - 1)
+            arm = point - com[body]
+            A_body[r0:r0 + d, cols] += force_map
+            if d == 2:
+                A_body[r0 + d, cols] += arm[0] * force_map[1] - arm[1] * force_map[0] + torque_map[0]
+            else:
+                A_body[r0 + d:r0 + nw, cols] += np.cross(arm, force_map.T).T + torque_map
+
+        # inertial and applied loads: right-hand side
+        self._applied(k, motion, P, PV, F, b_body, R, com)
+        Id = np.eye(d)
+        It = np.eye(self.nt)
+        for j in self.joints:
+            c0 = self.cols["joint", j]
+            cols = np.arange(c0, c0 + nw)
+            a, b = int(m.joint_body_a[j]), int(m.joint_body_b[j])
+            pb = P[k, m.joint_point_b[j]]
+            fm = np.hstack([Id, np.zeros((d, self.nt))])
+            tm = np.hstack([np.zeros((self.nt, d)), It])
+            if m.joint_type[j] == _J["rod"]:  # force on b at p_b, reaction on a at p_a
+                pa = P[k, m.joint_point_a[j]]
+                add_wrench(b, cols, pb, fm, tm)
+                add_wrench(a, cols, pa, -fm, -tm)
+            else:
+                add_wrench(b, cols, pb, fm, tm)
+                add_wrench(a, cols, pb, -fm, -tm)
+            for row in self._restrictions(j, k, motion, P):
+                full = np.zeros(self.n_unknown)
+                full[cols] = row
+                rows_eq.append(full)
+        for kk in range(m.n_driver):
+            kind = int(m.driver_kind[kk])
+            if kind == DRIVER_CODE["distance"]:
+                c0 = self.cols["driver", kk]
+                pa_i, pb_i = int(m.driver_point_a[kk]), int(m.driver_point_b[kk])
+                e = P[k, pb_i] - P[k, pa_i]
+                e = e / max(np.linalg.norm(e), 1e-300)
+                zt = np.zeros((self.nt, 1))
+                add_wrench(int(m.point_body[pb_i]), [c0], P[k, pb_i], e[:, None], zt)
+                add_wrench(int(m.point_body[pa_i]), [c0], P[k, pa_i], -e[:, None], zt)
+            elif kind == DRIVER_CODE["pose"]:
+                c0 = self.cols["driver", kk]
+                body = int(m.driver_body[kk])
+                origin = com[body] - R[body] @ m.body_com[body]
+                add_wrench(body, np.arange(c0, c0 + nw), origin,
+                           np.hstack([Id, np.zeros((d, self.nt))]),
+                           np.hstack([np.zeros((self.nt, d)), It]))
+        A = np.vstack([A_body] + ([np.array(rows_eq)] if rows_eq else []))
+        rhs = np.concatenate([b_body, np.zeros(len(rows_eq))])
+        x, *_ = np.linalg.lstsq(A, rhs, rcond=None)
+        return x, float(np.abs(A @ x - rhs).max(initial=0.0))
+
+    def _axis_world(self, j, k, motion, side):
+        m = self.model
+        body = int(m.joint_body_a[j] if side == "a" else m.joint_body_b[j])
+        local = m.joint_axis_a[j] if side == "a" else m.joint_axis_b[j]
+        R = motion["R"][k][body] if body else np.eye(self.d)
+        return R @ local
+
+    def _restrictions(self, j, k, motion, P):
+        """Rows (over the joint's (F, T) unknowns) that must vanish: no wrench along freedoms."""
+        m, d, nt = self.model, self.d, self.nt
+        t = int(m.joint_type[j])
+        driven = self.driven.get(j, set())
+        out = []
+
+        def force_along(v):
+            return np.concatenate([v, np.zeros(nt)])
+
+        def torque_along(v):
+            return np.concatenate([np.zeros(d), v])
+        if t == _J["fixed"]:
+            return out
+        if d == 2:
+            if t == _J["revolute"] and COMPONENT_CODE["angle"] not in driven:
+                out.append(torque_along(np.ones(1)))
+            if t == _J["prismatic"] and COMPONENT_CODE["displacement"] not in driven:
+                out.append(force_along(self._axis_world(j, k, motion, "a")))
+            if t == _J["rod"]:
+                e = P[k, m.joint_point_b[j]] - P[k, m.joint_point_a[j]]
+                out.append(force_along(np.array([-e[1], e[0]])))
+                out.append(torque_along(np.ones(1)))
+            return out
+        axis = self._axis_world(j, k, motion, "a") if t in (
+            _J["revolute"], _J["prismatic"], _J["cylindrical"], _J["universal"]) else None
+        if t in (_J["revolute"], _J["cylindrical"]) and COMPONENT_CODE["angle"] not in driven:
+            out.append(torque_along(axis))
+        if t in (_J["prismatic"], _J["cylindrical"]) and \
+                COMPONENT_CODE["displacement"] not in driven:
+            out.append(force_along(axis))
+        if t == _J["spherical"]:
+            out += [torque_along(v) for v in np.eye(3)]
+        if t == _J["universal"]:
+            out.append(torque_along(axis))
+            out.append(torque_along(self._axis_world(j, k, motion, "b")))
+        if t == _J["rod"]:
+            e = P[k, m.joint_point_b[j]] - P[k, m.joint_point_a[j]]
+            e = e / np.linalg.norm(e)
+            n1 = np.cross(e, np.eye(3)[np.argmin(np.abs(e))])
+            n1 /= np.linalg.norm(n1)
+            out += [force_along(n1), force_along(np.cross(e, n1))]
+            out += [torque_along(v) for v in np.eye(3)]
+        return out
+
+    def _applied(self, k, motion, P, PV, F, b, R, com):
+        """Right-hand side: inertial loads minus applied loads, per body."""
+        m, d, nw = self.model, self.d, self.nw
+        acc, om, al = motion["com_dd"][k], motion["omega"][k], motion["alpha"][k]
+        for body in range(1, m.n_body):
+            r0 = nw * (body - 1)
+            mass = m.body_mass[body]
+            b[r0:r0 + d] = mass * (acc[body] - m.gravity)
+            if d == 2:
+                b[r0 + d] = m.body_inertia[body] * al[body]
+            else:
+                Iw = R[body] @ m.body_inertia[body] @ R[body].T
+                b[r0 + d:r0 + nw] = Iw @ al[body] + np.cross(om[body], Iw @ om[body])
+
+        def load(body, point, force, torque=None):
+            if body == 0:
+                return
+            r0 = nw * (body - 1)
+            b[r0:r0 + d] -= force
+            arm = point - com[body]
+            if d == 2:
+                b[r0 + d] -= _cross2(arm, force) + (0.0 if torque is None else torque)
+            else:
+                b[r0 + d:r0 + nw] -= np.cross(arm, force) + (0.0 if torque is None else torque)
+        for i in range(len(m.point_force_name)):
+            body, p = int(m.point_force_body[i]), int(m.point_force_point[i])
+            force = np.array([F[fid, 0] for fid in m.point_force_function[i]])
+            if m.point_force_frame[i] == FRAME_CODE["body"]:
+                force = R[body] @ force
+            load(body, P[k, p], force)
+        for i in range(len(m.spring_name)):
+            pa, pb = int(m.spring_point_a[i]), int(m.spring_point_b[i])
+            e = P[k, pb] - P[k, pa]
+            length = np.linalg.norm(e)
+            if length < 1e-12:
+                continue
+            u = e / length
+            rate = u @ (PV[k, pb] - PV[k, pa])
+            tension = m.spring_stiffness[i] * (length - m.spring_free_length[i]) + \
+                m.spring_damping[i] * rate
+            if m.spring_function[i] >= 0:
+                tension -= F[m.spring_function[i], 0]
+            load(int(m.point_body[pb]), P[k, pb], -tension * u)
+            load(int(m.point_body[pa]), P[k, pa], tension * u)
+        for i in range(len(m.joint_force_name)):
+            j = int(m.joint_force_joint[i])
+            value = F[m.joint_force_function[i], 0]
+            a, bb = int(m.joint_body_a[j]), int(m.joint_body_b[j])
+            pb = P[k, m.joint_point_b[j]]
+            axis = self._axis_world(j, k, motion, "a")
+            if m.joint_force_component[i] == COMPONENT_CODE["angle"] and \
+                    m.joint_type[j] != JOINT_CODE["prismatic"]:
+                torque = value if d == 2 else value * axis  # +tau on b, -tau on a
+                zero = np.zeros(d)
+                load(bb, pb, zero, torque)
+                load(a, pb, zero, -torque)
+            else:
+                load(bb, pb, value * axis)
+                load(a, pb, -value * axis)
+
+
+def reactions(f, times, Q, QD, QDD) -> tuple[dict, np.ndarray]:
+    """Reaction and effort channels along a trajectory, and the per-step equation residual."""
+    solver = ReactionSolver(f)
+    m, d = f.model, f.dim
+    motion = f.body_motion(Q, QD, QDD)
+    P, PV = f.point_trajectory(Q, QD)
+    X = np.zeros((len(times), solver.n_unknown))
+    residual = np.zeros(len(times))
+    for k, t in enumerate(times):
+        F = m.functions.evaluate(t) if len(m.functions) else np.zeros((0, 3))
+        X[k], residual[k] = solver.solve_step(motion, k, P, PV, F)
+    out = {}
+    fl = "xyz"[:d]
+    tl = ["z"] if d == 2 else list("xyz")
+    for j in solver.joints:
+        c0 = solver.cols["joint", j]
+        name = m.joint_name[j]
+        for i, c in enumerate(fl):
+            out[f"reaction.{name}.force_{c}"] = X[:, c0 + i]
+        for i, c in enumerate(tl):
+            out[f"reaction.{name}.torque_{c}"] = X[:, c0 + d + i]
+    for k in range(m.n_driver):
+        name = m.driver_name[k]
+        kind = int(m.driver_kind[k])
+        if kind == DRIVER_CODE["joint"]:
+            j = int(m.driver_joint[k])
+            c0 = solver.cols["joint", j]
+            angle = m.driver_component[k] == COMPONENT_CODE["angle"] and \
+                m.joint_type[j] != JOINT_CODE["prismatic"]
+            if d == 2:
+                out[f"effort.{name}"] = X[:, c0 + d] if angle else np.einsum(
+                    "nk,nk->n", X[:, c0:c0 + d], _axes(solver, j, len(times), motion))
+            else:
+                axes = _axes(solver, j, len(times), motion)
+                block = X[:, c0 + d:c0 + d + 3] if angle else X[:, c0:c0 + d]
+                out[f"effort.{name}"] = np.einsum("nk,nk->n", block, axes)
+        elif kind == DRIVER_CODE["distance"]:
+            out[f"effort.{name}"] = X[:, solver.cols["driver", k]]
+        else:
+            c0 = solver.cols["driver", k]
+            for i, c in enumerate(fl):
+                out[f"effort.{name}.force_{c}"] = X[:, c0 + i]
+            for i, c in enumerate(tl):
+                out[f"effort.{name}.torque_{c}"] = X[:, c0 + d + i]
+    return out, residual
+
+
+def _axes(solver, j, n, motion):
+    return np.array([solver._axis_world(j, k, motion, "a") for k in range(n)])

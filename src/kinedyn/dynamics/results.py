@@ -1,0 +1,75 @@
+"""Results of a forward-dynamics run: states, observables, energies, residuals, reactions."""
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from ..io.results import Results
+from ..kinematics.results import residual_history
+from .evaluate import state_derivatives
+
+
+class DynamicResults(Results):
+    def __init__(self, dyn, times, Y, wall, n_steps, dt):
+        self.dyn = dyn
+        f = dyn.f
+        n = f.n_q
+        self.q, self.qd = Y[:, :n], Y[:, n:]
+        res = np.zeros((len(times), 3))
+        residual_history(f.data, f.make_work(), times, self.q, self.qd, np.zeros_like(self.q),
+                         np.arange(f.n_c), f.data.jac_indptr, f.data.jac_indices, res)
+        self.residuals = res
+        E = f.energies(self.q, self.qd)
+        total = E["kinetic"] + E["gravity"] + E["spring"]
+        scale = max(abs(total[0]), float(np.abs(E["kinetic"]).max()), 1e-300)
+        self.energy = {**E, "total": total}
+        simulated = n_steps * dt
+        summary = {
+            "model": f.model.name, "analysis": "dynamics", "formulation": f.name,
+            "method": dyn.method, "integrator": dyn.integrator if dyn.method != "index3" else "hht",
+            "solver": dyn.solver_name, "coordinates": f.n_q, "constraints": f.n_c,
+            "degrees_of_freedom": dyn.dof,
+            "redundant_constraints": [f.constraint_names[r] for r in dyn.redundant],
+            "t0": float(times[0]), "t_end": float(times[-1]), "dt": dt, "steps": n_steps,
+            "recorded": len(times), "wall_time_s": wall,
+            "us_per_step": wall / max(n_steps, 1) * 1e6,
+            "real_time_factor": simulated / wall if wall > 0 else float("inf"),
+            "max_residual": {"position": float(res[:, 0].max()),
+                             "velocity": float(res[:, 1].max())},
+            "energy": {"initial": float(total[0]), "final": float(total[-1]),
+                       "max_drift": float(np.abs(total - total[0]).max()),
+                       "max_relative_drift": float(np.abs(total - total[0]).max() / scale)},
+        }
+        if dyn.method == "augmented" and any(dyn.baumgarte):
+            summary["baumgarte"] = list(dyn.baumgarte)
+        if dyn.method == "penalty":
+            summary["penalty"] = dict(dyn.penalty)
+        super().__init__(times, None, summary)
+
+    @cached_property
+    def qdd(self) -> np.ndarray:
+        """Accelerations of the recorded states (from the index-1 equations at each state)."""
+        system, work = self.dyn.acceleration_evaluator()
+        Y = np.hstack([self.q, self.qd])
+        out = np.zeros_like(Y)
+        st = state_derivatives(system, work, self.time, Y, out)
+        if st != 0:
+            raise RuntimeError(f"acceleration evaluation failed (status {st})")
+        return out[:, self.q.shape[1]:]
+
+    def _compute_channels(self) -> dict:
+        ch = self.dyn.f.observables(self.q, self.qd, self.qdd)
+        for k, v in self.energy.items():
+            ch[f"energy.{k}"] = v
+        ch["residual.position"] = self.residuals[:, 0]
+        ch["residual.velocity"] = self.residuals[:, 1]
+        return ch
+
+    def reactions(self) -> dict[str, np.ndarray]:
+        """Joint reactions and actuator efforts (Newton-Euler); also added to the channels."""
+        from .reactions import reactions
+        out, residual = reactions(self.dyn.f, self.time, self.q, self.qd, self.qdd)
+        out["residual.newton_euler"] = residual
+        self.channels.update(out)
+        return out
