@@ -1,0 +1,40 @@
+"""``kinedyn bench NAME|all [--quick] [--out DIR]``: run benchmarks, write JSON + markdown."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from ..errors import UnknownNameError
+from .common import output_dir
+
+
+def available() -> list[str]:
+    from .. import bench
+    return sorted(m.name for m in pkgutil.iter_modules(bench.__path__)
+                  if not m.name.startswith("_") and m.name != "common")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("bench", help="run benchmarks (timings as medians, ratios side by side)",
+                       description="Run a benchmark and write <name>.json and <name>.md. "
+                                   f"Benchmarks: {', '.join(available())}, or all.")
+    p.add_argument("name", metavar="NAME", help="benchmark name or 'all'")
+    p.add_argument("--quick", action="store_true", help="short runs (under a minute each)")
+    p.add_argument("--out", metavar="DIR", help="output folder (default results/bench)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    names = available()
+    chosen = names if args.name == "all" else [args.name]
+    for name in chosen:
+        if name not in names:
+            raise UnknownNameError("benchmark", name, names + ["all"])
+    out = output_dir(args.out, "results/bench")
+    for name in chosen:
+        module = importlib.import_module(f"kinedyn.bench.{name}")
+        report = module.run(quick=args.quick, out_dir=out)
+        js, md = report.write(out)
+        print(report.to_markdown())
+        print(f"written: {js}, {md}")
+    return 0

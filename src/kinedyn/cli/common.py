@@ -1,0 +1,83 @@
+"""Helpers shared by the sub-commands: model arguments, progress bars, output folders."""
+from __future__ import annotations
+
+import argparse
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import ModelError
+
+
+def add_model_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL",
+                        help="built-in model name (see `kinedyn models`) or model file "
+                             "(.yaml, .yml, .json)")
+    parser.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a model parameter (repeatable)")
+
+
+def parameters(args) -> dict[str, float]:
+    """``--param name=value`` pairs as a mapping (values are numbers)."""
+    out = {}
+    for item in args.param:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ModelError(f"--param expects NAME=VALUE, got {item!r}")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise ModelError(f"--param {name.strip()}: {value!r} is not a number") from None
+    return out
+
+
+def load_system(spec: str):
+    """A :class:`~kinedyn.model.System` from a built-in name or a model file path."""
+    from .. import models
+    from ..model.files import load
+    if spec in models.MODELS:
+        return models.get(spec)
+    path = Path(spec)
+    if path.suffix.lower() in (".yaml", ".yml", ".json") or path.exists():
+        return load(path)
+    return models.get(spec)  # raises UnknownNameError listing the built-ins
+
+
+def compile_model(args):
+    """Load and compile the model named by ``args.model`` with ``--param`` overrides."""
+    return load_system(args.model).compile(parameters(args))
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    return value
+
+
+def output_dir(path: str | None, default: str) -> Path:
+    out = Path(path or default)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ModelError(f"cannot create output folder {str(out)!r}: {exc.strerror}") from None
+    return out
+
+
+@contextmanager
+def progress_bar(description: str, enabled: bool = True):
+    """A Rich progress bar; yields ``update(done, total)`` (a no-op when disabled)."""
+    if not enabled:
+        yield lambda done, total: None
+        return
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TimeRemainingColumn(), transient=True) as bar:
+        task = bar.add_task(description, total=None)
+
+        def update(done, total):
+            bar.update(task, completed=done, total=total)
+        yield update
