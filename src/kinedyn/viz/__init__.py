@@ -1,0 +1,1 @@
+"""Plots and pictures (Matplotlib, Agg back end): never imported by the numerical core."""

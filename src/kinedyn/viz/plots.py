@@ -1,0 +1,63 @@
+"""Time-history plots of results channels (PNG)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+def _figure(n_axes: int):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(n_axes, 1, figsize=(8, 2.2 + 1.8 * n_axes), sharex=True,
+                             squeeze=False)
+    return plt, fig, axes[:, 0]
+
+
+def plot_channels(results, patterns, path, title: str | None = None, *,
+                  per_axis: int = 6) -> Path:
+    """Plot the channels matching the glob ``patterns`` against time.
+
+    Channels are grouped by unit-like suffix so that one axis never mixes positions with
+    velocities; at most ``per_axis`` curves share an axis. Returns the PNG path.
+    """
+    names = results.select(patterns)
+    groups: dict[str, list[str]] = {}
+    for n in names:
+        suffix = "_dd" if n.endswith("_dd") else "_d" if n.endswith("_d") else ""
+        groups.setdefault(suffix, []).append(n)
+    chunks = [g[i:i + per_axis] for g in groups.values() for i in range(0, len(g), per_axis)]
+    plt, fig, axes = _figure(len(chunks))
+    for ax, chunk in zip(axes, chunks):
+        for n in chunk:
+            ax.plot(results.time, results.channel(n), label=n)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+    axes[-1].set_xlabel("time (s)")
+    fig.suptitle(title or results.summary.get("model", ""))
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_log(results, patterns, path, title: str, ylabel: str) -> Path:
+    """Semi-log plot of non-negative channels (residuals, drift) against time."""
+    names = results.select(patterns)
+    plt, fig, axes = _figure(1)
+    ax = axes[0]
+    for n in names:
+        y = np.abs(np.asarray(results.channel(n), float))
+        ax.semilogy(results.time, np.maximum(y, 1e-18), label=n)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(title)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
