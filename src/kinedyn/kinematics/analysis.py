@@ -116,6 +116,16 @@ class Kinematics:
             from .grouped import GroupEngine
             self.engine = GroupEngine(self, solver)
         self._build_solver(q, t0)
+        self._warm_up()
+
+    def _warm_up(self):
+        """Compile (or load from the cache) the run kernel for these types now, so that the
+        wall time of :meth:`simulate` measures the steps, not the compiler (an empty run)."""
+        z1, z2 = np.zeros(1), np.zeros((1, self.f.n_q))
+        q = self.q_assembled.copy()
+        K.run(self.data, self.work, self.solver, self.swork, self.plan, self.pw, z1, q, z2[0].copy(),
+              z2[0].copy(), 0, 0, self.tol, self.max_iter, self.fixed, True, z2, z2.copy(),
+              z2.copy(), z1.copy(), np.zeros(1, np.int64))
 
     # ---- pieces ------------------------------------------------------------------------------
     def phi(self, q, t=0.0) -> np.ndarray:
