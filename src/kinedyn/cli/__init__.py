@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
         if info.name.startswith("_") or info.name == "common":
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
-        module.register(sub)
+        if hasattr(module, "register"):  # helper packages (e.g. info_sections) have none
+            module.register(sub)
     return parser
 
 

@@ -142,6 +142,16 @@ class Natural:
     def make_work(self) -> NaturalWork:
         return make_work(self.data)
 
+    def body_coordinates(self) -> dict[str, list[int]]:
+        """For each moving body, the coordinates of the points and vectors that position it
+        (its frame: origin and directions); used to find structural groups."""
+        d, out = self.dim, {}
+        for b, frame in enumerate(self.layout.frames):
+            if frame is not None:
+                blocks = sorted({k for e in [frame.origin, *frame.directions] for k in e.terms})
+                out[self.model.body_name[b]] = [d * k + i for k in blocks for i in range(d)]
+        return out
+
     @cached_property
     def jacobian_pattern(self) -> sps.csr_matrix:
         """Sparsity pattern of phi_q (ones)."""

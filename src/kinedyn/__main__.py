@@ -1,0 +1,6 @@
+"""``python -m kinedyn`` runs the ``kinedyn`` command."""
+import sys
+
+from .cli import main
+
+sys.exit(main())
