@@ -170,27 +170,63 @@ class Topology:
         return Mobility(d, moving, eq, body_dof * moving - eq, self._idle_spins(), drivers)
 
     def _idle_spins(self) -> tuple[str, ...]:
-        """Bodies held only by ball joints (spherical or rod ends) at exactly two points.
+        """Chains of bodies held only by two ball joints (spherical or rod ends).
 
-        Such a body can spin about the line through the two points without moving anything
-        else: Gruebler counts that spin as a degree of freedom, but it is idle.
+        A serial chain whose inner bodies each have exactly two joints and whose two end joints
+        are balls can turn rigidly about the line through the two ball centres without moving
+        anything else (its inner joints only constrain relative motion): Gruebler counts that
+        spin as a degree of freedom, but it is idle. Examples: an S-S link, an S-P-S leg of a
+        Gough-Stewart platform. A chain carrying a pose or distance driver is not idle.
         """
         m = self.model
         if self.dim == 2:
             return ()
         ball = (JOINT_CODE["spherical"], JOINT_CODE["rod"])
+        joints_of = [[] for _ in range(m.n_body)]
+        for j in range(m.n_joint):
+            joints_of[int(m.joint_body_a[j])].append(j)
+            joints_of[int(m.joint_body_b[j])].append(j)
+        inner = {b for b in range(1, m.n_body) if len(joints_of[b]) == 2}
+        driven = {int(m.driver_body[k]) for k in range(m.n_driver)}
+        driven |= {int(m.point_body[m.driver_point_a[k]]) for k in range(m.n_driver)
+                   if m.driver_point_a[k] >= 0}
+        driven |= {int(m.point_body[m.driver_point_b[k]]) for k in range(m.n_driver)
+                   if m.driver_point_b[k] >= 0}
+        seen: set[int] = set()
         idle = []
-        for b in range(1, m.n_body):
-            joints = [j for j in range(m.n_joint) if b in (m.joint_body_a[j], m.joint_body_b[j])]
-            if not joints or any(m.joint_type[j] not in ball for j in joints):
+        for start in range(1, m.n_body):
+            if start not in inner or start in seen:
                 continue
-            if any(m.driver_body[k] == b for k in range(m.n_driver)):
+            chain, ends = [start], []
+            for first in joints_of[start]:  # walk both ways through two-joint bodies
+                body, j = start, first
+                while True:
+                    other = self._other_body(j, body)
+                    if other not in inner or other in chain:
+                        ends.append((j, body))
+                        break
+                    chain.append(other)
+                    body, j = other, next(k for k in joints_of[other] if k != j)
+            seen.update(chain)
+            if any(m.joint_type[j] not in ball for j, _ in ends) or driven & set(chain):
                 continue
-            pts = {tuple(m.point_local[m.joint_point_a[j] if m.joint_body_a[j] == b
-                                        else m.joint_point_b[j]]) for j in joints}
-            if len(pts) == 2:
-                idle.append(f"{m.body_name[b]} spin")
+            centres = [self._world_joint_point(j, body) for j, body in ends]
+            if np.linalg.norm(centres[0] - centres[1]) < 1e-9:
+                continue
+            chain.sort()
+            names = [m.body_name[b] for b in chain]
+            idle.append(f"{names[0]} spin" if len(names) == 1 else f"{'+'.join(names)} spin")
         return tuple(idle)
+
+    def _other_body(self, j: int, body: int) -> int:
+        m = self.model
+        return int(m.joint_body_b[j] if m.joint_body_a[j] == body else m.joint_body_a[j])
+
+    def _world_joint_point(self, j: int, body: int) -> np.ndarray:
+        """Initial world position of joint ``j``'s point on ``body``."""
+        m = self.model
+        p = int(m.joint_point_a[j] if m.joint_body_a[j] == body else m.joint_point_b[j])
+        return m.body_position[body] + m.body_rotation[body] @ m.point_local[p]
 
     # ---- reports ---------------------------------------------------------------------------------
     def summary(self) -> dict:
