@@ -170,13 +170,14 @@ class Topology:
         return Mobility(d, moving, eq, body_dof * moving - eq, self._idle_spins(), drivers)
 
     def _idle_spins(self) -> tuple[str, ...]:
-        """Chains of bodies held only by two ball joints (spherical or rod ends).
+        """Serial chains of bodies held only by two ball joints (spherical or rod ends).
 
-        A serial chain whose inner bodies each have exactly two joints and whose two end joints
-        are balls can turn rigidly about the line through the two ball centres without moving
-        anything else (its inner joints only constrain relative motion): Gruebler counts that
-        spin as a degree of freedom, but it is idle. Examples: an S-S link, an S-P-S leg of a
-        Gough-Stewart platform. A chain carrying a pose or distance driver is not idle.
+        Along a chain of bodies that each have exactly two joints, the bodies between two
+        consecutive ball joints can turn rigidly about the line through the two ball centres
+        without moving anything else (the joints between them only constrain relative motion):
+        Gruebler counts that spin as a degree of freedom, but it is idle. Examples: an S-S
+        link, an S-P-S leg of a Gough-Stewart platform. Bodies carrying a pose or distance
+        driver are never idle.
         """
         m = self.model
         if self.dim == 2:
@@ -188,35 +189,46 @@ class Topology:
             joints_of[int(m.joint_body_b[j])].append(j)
         inner = {b for b in range(1, m.n_body) if len(joints_of[b]) == 2}
         driven = {int(m.driver_body[k]) for k in range(m.n_driver)}
-        driven |= {int(m.point_body[m.driver_point_a[k]]) for k in range(m.n_driver)
-                   if m.driver_point_a[k] >= 0}
-        driven |= {int(m.point_body[m.driver_point_b[k]]) for k in range(m.n_driver)
-                   if m.driver_point_b[k] >= 0}
+        for points in (m.driver_point_a, m.driver_point_b):
+            driven |= {int(m.point_body[p]) for p in points if p >= 0}
         seen: set[int] = set()
         idle = []
-        for start in range(1, m.n_body):
-            if start not in inner or start in seen:
+        for start in sorted(inner):
+            if start in seen:
                 continue
-            chain, ends = [start], []
-            for first in joints_of[start]:  # walk both ways through two-joint bodies
-                body, j = start, first
-                while True:
-                    other = self._other_body(j, body)
-                    if other not in inner or other in chain:
-                        ends.append((j, body))
-                        break
-                    chain.append(other)
-                    body, j = other, next(k for k in joints_of[other] if k != j)
-            seen.update(chain)
-            if any(m.joint_type[j] not in ball for j, _ in ends) or driven & set(chain):
-                continue
-            centres = [self._world_joint_point(j, body) for j, body in ends]
-            if np.linalg.norm(centres[0] - centres[1]) < 1e-9:
-                continue
-            chain.sort()
-            names = [m.body_name[b] for b in chain]
-            idle.append(f"{names[0]} spin" if len(names) == 1 else f"{'+'.join(names)} spin")
-        return tuple(idle)
+            bodies, joints = self._chain(start, inner, joints_of)
+            seen.update(bodies)
+            # joints[i] precedes bodies[i]; joints[-1] ends the chain
+            balls = [i for i, j in enumerate(joints) if m.joint_type[j] in ball]
+            for lo, hi in zip(balls, balls[1:]):
+                group = bodies[lo:hi]
+                if driven & set(group):
+                    continue
+                centres = [self._world_joint_point(joints[lo], group[0]),
+                           self._world_joint_point(joints[hi], group[-1])]
+                if np.linalg.norm(centres[0] - centres[1]) < 1e-9:
+                    continue
+                names = sorted(m.body_name[b] for b in group)
+                idle.append(f"{'+'.join(names)} spin")
+        return tuple(sorted(idle))
+
+    def _chain(self, start, inner, joints_of):
+        """The maximal chain of two-joint bodies through ``start``, in order: bodies
+        ``b_0..b_k`` and joints ``j_0..j_k+1`` with ``j_i`` before ``b_i``."""
+        sides = []
+        for first in joints_of[start]:
+            bodies, joints, body, j = [], [first], start, first
+            while True:
+                other = self._other_body(j, body)
+                if other not in inner or other == start or other in bodies:
+                    break
+                bodies.append(other)
+                j = next(k for k in joints_of[other] if k != j)
+                joints.append(j)
+                body = other
+            sides.append((bodies, joints))
+        (left_b, left_j), (right_b, right_j) = sides
+        return left_b[::-1] + [start] + right_b, left_j[::-1] + right_j
 
     def _other_body(self, j: int, body: int) -> int:
         m = self.model
