@@ -63,9 +63,10 @@ class KinematicResults(Results):
         n = len(times)
         summary = {
             "model": f.model.name, "analysis": "kinematics", "formulation": f.name,
-            "strategy": "global", "solver": analysis.solver_name,
+            "strategy": analysis.strategy, "solver": analysis.solver_name,
             "coordinates": f.n_q, "constraints": f.n_c,
             "redundant_constraints": [f.constraint_names[r] for r in analysis.redundant],
+            "redundant_reselections": analysis.reselections,
             "t0": float(times[0]), "t_end": float(times[-1]),
             "dt": float(times[1] - times[0]) if n > 1 else 0.0, "steps": n,
             "tolerance": analysis.tol, "max_iterations": analysis.max_iter,
@@ -76,6 +77,8 @@ class KinematicResults(Results):
             "max_residual": {"position": float(res[:, 0].max()), "velocity": float(res[:, 1].max()),
                              "acceleration": float(res[:, 2].max())},
         }
+        if analysis.engine is not None:
+            summary["group_sizes"] = analysis.engine.structure.sizes()
         super().__init__(times, None, summary)
 
     def _compute_channels(self) -> dict:
