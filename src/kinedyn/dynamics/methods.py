@@ -16,7 +16,11 @@ calc_gamma``.
 * ``partitioning`` coordinate partitioning (thesis section 2.1.5): only the independent
   coordinates are integrated; dependent positions and velocities are solved from the constraints
   each evaluation (Newton-Raphson, eqs. 1-2 of the Group Equations paper) and accelerations from
-  the index-1 system.
+  the index-1 system. After each step the influence matrix ``B = -Phi_d^-1 Phi_i`` (thesis eq.
+  2.26) is checked: when its largest entry exceeds ``influence_limit`` the dependent block is
+  nearly singular (the independent coordinates stop describing the motion, and Newton could jump
+  to another assembly branch), and the step returns :data:`REPARTITION` so that the caller picks
+  a new partition from the state at the start of the step and repeats it.
 """
 from __future__ import annotations
 
@@ -28,6 +32,9 @@ from numba.extending import overload
 
 from ..formulations import protocol
 from ..kinematics import kernels as K
+
+#: Status of a partitioned step whose dependent block became ill-conditioned (choose again).
+REPARTITION = 5
 
 
 class Augmented(NamedTuple):
@@ -311,6 +318,7 @@ class Partitioned(NamedTuple):
     dep_solver: tuple       # solver over the dependent block
     tol: float
     max_iter: int
+    influence_limit: float  # largest |B| entry accepted before re-partitioning
 
 
 class PartitionedWork(NamedTuple):
@@ -372,7 +380,34 @@ def _partitioned_record(system, work, y, t, out):
     out[:] = work.y
 
 
+def influence(system, work):
+    """Largest entry of B = -Phi_d^-1 Phi_i with the dependent block factorised at the current
+    state (after :func:`_complete_state`)."""
+    plan, pw = system.plan, work.plan
+    ind = system.independent
+    worst = 0.0
+    for k in range(ind.shape[0]):
+        pw.rhs[:] = 0.0
+        for c in range(plan.coupling_pos.shape[0]):
+            if plan.coupling_col[c] == ind[k]:
+                pw.rhs[plan.coupling_row[c]] = -pw.values[plan.coupling_pos[c]]
+        protocol.solve(system.dep_solver, work.dep_solver, pw.rhs)
+        worst = max(worst, K.max_abs(pw.rhs))
+    return worst
+
+
+def _partitioned_post(system, work, y, t):
+    st = _complete_state_c(system, work, y, t)
+    if st != 0:
+        return st
+    if _influence_c(system, work) > system.influence_limit:
+        return REPARTITION
+    return 0
+
+
 _complete_state_c = nb.njit(cache=True, nogil=True)(_complete_state)
+complete_state = _complete_state_c
+_influence_c = nb.njit(cache=True, nogil=True)(influence)
 _augmented_derivative_c = nb.njit(cache=True, nogil=True)(_augmented_derivative)
 
 
@@ -385,7 +420,7 @@ def _ov_part_derivative(system, work, y, t, ydot):
 @overload(protocol.post_step, jit_options=protocol.JIT)
 def _ov_part_post(system, work, y, t):
     if protocol.is_type(system, Partitioned):
-        return _no_post
+        return _partitioned_post
 
 
 @overload(protocol.record_state, jit_options=protocol.JIT)

@@ -25,8 +25,8 @@ from ..linalg.sparse import analyse as sparse_analyse
 from ..linalg.subsystem import extract
 from . import integrators as I
 from .layouts import kkt_layout, penalty_layout
-from .methods import (Augmented, AugmentedWork, Partitioned, PartitionedWork, Penalty,
-                      PenaltyWork)
+from .methods import (REPARTITION, Augmented, AugmentedWork, Partitioned, PartitionedWork,
+                      Penalty, PenaltyWork)
 
 METHODS = ("augmented", "projection", "partitioning", "penalty", "index3")
 SOLVERS = ("sparse", "dense")
@@ -60,7 +60,8 @@ class Dynamics:
     def __init__(self, model, *, method: str = "augmented", integrator: str = "rk4",
                  solver: str = "sparse", baumgarte: tuple[float, float] = (0.0, 0.0),
                  penalty: dict | None = None, tol: float = 1e-12, max_iter: int = 20,
-                 q0=None, qd0=None, t0: float = 0.0, hht_alpha: float = -0.1):
+                 q0=None, qd0=None, t0: float = 0.0, hht_alpha: float = -0.1,
+                 influence_limit: float = 2.0):
         if method not in METHODS:
             raise UnknownNameError("dynamics method", method, METHODS)
         if solver not in SOLVERS:
@@ -74,6 +75,7 @@ class Dynamics:
         self.baumgarte = tuple(float(x) for x in baumgarte)
         self.penalty = {"rho": 1e3, "omega": 18.0, "zeta": 1.0, "iterations": 1, **(penalty or {})}
         self.hht_alpha = float(hht_alpha)
+        self.influence_limit = float(influence_limit)
         self.t0 = float(t0)
         self.work = f.make_work()
         q = assemble(f, f.q0 if q0 is None else q0, t0, min(self.tol * 100, 1e-10), self.work)
@@ -168,7 +170,9 @@ class Dynamics:
 
     def _build_partitioned(self, q, qd, t):
         """Dependent coordinates: the pivot columns of a QR with column pivoting of J (the
-        best-conditioned square block); the others are integrated."""
+        best-conditioned square block); the others are integrated. The run re-partitions when
+        the influence matrix B = -Phi_d^-1 Phi_i grows beyond ``max(influence_limit, 2 |B_0|)``
+        (``|B_0|`` its largest entry for the new partition)."""
         f = self.f
         J = constraint_jacobian(f, q, t, self.work).toarray()[self.rows]
         n_c = len(self.rows)
@@ -188,7 +192,9 @@ class Dynamics:
             ds, dw = dense_lu(block)
         else:
             ds, dw = sparse_analyse(block, jac)
-        self.system = Partitioned(aug, ind, plan, ds, self.tol, self.max_iter)
+        B0 = np.linalg.solve(J[:, dep], J[:, ind]) if n_c else np.zeros((0, 0))
+        limit = max(self.influence_limit, 2.0 * float(np.abs(B0).max(initial=0.0)))
+        self.system = Partitioned(aug, ind, plan, ds, self.tol, self.max_iter, limit)
         self.sys_work = PartitionedWork(aug_work, pw, dw, q.copy(), qd.copy(),
                                         np.zeros(2 * f.n_q), np.zeros(2 * f.n_q))
         self.y = np.concatenate([q[ind], qd[ind]])
@@ -243,7 +249,7 @@ class Dynamics:
                 failed = done + k
                 if failed != last_failure:  # re-analyse the pivot order / re-partition, retry
                     last_failure = failed
-                    self._rebuild_from_state(y, self.t0 + failed * dt)
+                    self._rebuild_from_state(y, self.t0 + failed * dt, st)
                     y = self.y
                     self.reanalyses += 1
                     steps_ok = (k // record_every) * record_every
@@ -265,21 +271,43 @@ class Dynamics:
             return np.concatenate([q[ind], qd[ind]])
         return row.copy()
 
-    def _full_state(self, y):
+    def _full_state(self, y, t):
+        """Full (q, qd) of the integrator state y at time t."""
         n = self.f.n_q
         if self.method == "partitioning":
-            return self.sys_work.q.copy(), self.sys_work.qd.copy()
+            return self._complete_dense(y, t)
         return y[:n].copy(), y[n:].copy()
 
-    def _rebuild_from_state(self, y, t):
-        q, qd = self._full_state(y)
+    def _complete_dense(self, y, t):
+        """Dependent positions (dense Newton) and velocities of the partitioned state y: the
+        robust path taken when a step failed, whatever state the compiled work was left in."""
+        from .evaluate import phi_t_values
+        from ..kinematics.analysis import constraint_values
+        f, ind, dep, rows = self.f, self.independent, self.dependent, self.rows
+        ni = len(ind)
+        q, qd = self.sys_work.q.copy(), np.zeros(f.n_q)
+        q[ind], qd[ind] = y[:ni], y[ni:]
+        for _ in range(self.max_iter):
+            phi = constraint_values(f, q, t, self.work)[rows]
+            J = constraint_jacobian(f, q, t, self.work).toarray()[rows]
+            if np.abs(phi).max(initial=0.0) <= self.tol:
+                break
+            q[dep] -= np.linalg.solve(J[:, dep], phi)
+        rhs = -phi_t_values(f, q, t, rows) - J[:, ind] @ qd[ind]
+        qd[dep] = np.linalg.solve(J[:, dep], rhs)
+        return q, qd
+
+    def _rebuild_from_state(self, y, t, status):
+        q, qd = self._full_state(y, t)
         self._build(q, qd, t)
+        if status == REPARTITION:
+            self.repartitions = getattr(self, "repartitions", 0) + 1
 
     def _raise(self, st, y, t):
-        q, _ = self._full_state(y)
+        q, _ = self._full_state(y, t)
         names = self.f.constraint_names
         J = constraint_jacobian(self.f, q, t, self.work).toarray()[self.rows]
-        if st in (K.SINGULAR, K.REPIVOT):
+        if st in (K.SINGULAR, K.REPIVOT, REPARTITION):
             rows = self.rows[singular_rows(J)] if len(self.rows) else []
             raise SolverError("the system matrix became singular (a singular configuration of "
                               "the mechanism or a constraint set that lost rank)", time=t,

@@ -40,6 +40,16 @@ def residual_history(data, work, times, Q, QD, QDD, rows, indptr, indices, out):
         out[k, 2] = ra
 
 
+RESIDUAL_CHANNELS = ("residual.position", "residual.velocity", "residual.acceleration")
+
+
+def channel_names(f) -> list[str]:
+    """Names of the channels a kinematic simulation with formulation ``f`` records, known
+    before running it (to check user requests early)."""
+    z = np.zeros((1, f.n_q))
+    return list(f.observables(f.q0[None], z, z)) + list(RESIDUAL_CHANNELS) + ["iterations"]
+
+
 class KinematicResults(Results):
     def __init__(self, analysis, times, Q, QD, QDD, residual, iterations, wall):
         self.analysis = analysis
@@ -53,23 +63,27 @@ class KinematicResults(Results):
         n = len(times)
         summary = {
             "model": f.model.name, "analysis": "kinematics", "formulation": f.name,
-            "strategy": "global", "solver": analysis.solver_name,
+            "strategy": analysis.strategy, "solver": analysis.solver_name,
             "coordinates": f.n_q, "constraints": f.n_c,
             "redundant_constraints": [f.constraint_names[r] for r in analysis.redundant],
+            "redundant_reselections": analysis.reselections,
             "t0": float(times[0]), "t_end": float(times[-1]),
             "dt": float(times[1] - times[0]) if n > 1 else 0.0, "steps": n,
-            "tolerance": analysis.tol,
+            "tolerance": analysis.tol, "max_iterations": analysis.max_iter,
+            "fixed_iterations": analysis.fixed,
+            "sparse_reanalyses": getattr(analysis, "reanalyses", 0),
             "iterations": {"mean": float(iterations.mean()), "max": int(iterations.max())},
             "wall_time_s": wall, "us_per_step": wall / n * 1e6,
             "max_residual": {"position": float(res[:, 0].max()), "velocity": float(res[:, 1].max()),
                              "acceleration": float(res[:, 2].max())},
         }
+        if analysis.engine is not None:
+            summary["group_sizes"] = analysis.engine.structure.sizes()
         super().__init__(times, None, summary)
 
     def _compute_channels(self) -> dict:
         ch = self.analysis.f.observables(self.q, self.qd, self.qdd)
-        ch["residual.position"] = self.residuals[:, 0]
-        ch["residual.velocity"] = self.residuals[:, 1]
-        ch["residual.acceleration"] = self.residuals[:, 2]
+        for k, name in enumerate(RESIDUAL_CHANNELS):
+            ch[name] = self.residuals[:, k]
         ch["iterations"] = self.iterations.astype(float)
         return ch

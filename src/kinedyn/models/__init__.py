@@ -13,7 +13,7 @@ from functools import partial
 from ..errors import UnknownNameError
 from ..model import System
 from .chains import cart_pendulum
-from .planar import double_pendulum, four_bar, rrr3, slider_crank
+from .planar import double_pendulum, four_bar, parallelogram, rrr3, slider_crank
 from .stewart import gough_stewart, stewart_paper
 
 
@@ -32,6 +32,8 @@ MODELS: dict[str, ModelInfo] = {m.name: m for m in (
               "HDCA paper's four-bar: ground 0.4 m, three uniform 0.3 m 1 kg links, alpha0 = pi/4"),
     ModelInfo("four-bar-driven", partial(four_bar, speed=2 * 3.141592653589793),
               "planar four-bar, crank driven at 1 rev/s"),
+    ModelInfo("parallelogram", parallelogram,
+              "parallelogram with a third parallel crank (one redundant constraint), driven"),
     ModelInfo("slider-crank", slider_crank, "planar slider-crank 0.3/0.4 m (thesis ch. 3)"),
     ModelInfo("slider-crank-driven", partial(slider_crank, speed=2 * 3.141592653589793),
               "slider-crank, crank driven at 1 rev/s"),
@@ -64,5 +66,6 @@ def get(name: str) -> System:
     raise UnknownNameError("model", name, list(MODELS) + [p + "<N>" for p in FAMILIES])
 
 
-__all__ = ["MODELS", "FAMILIES", "ModelInfo", "get", "cart_pendulum", "double_pendulum", "four_bar", "slider_crank", "rrr3",
-           "gough_stewart", "stewart_paper"]
+__all__ = ["MODELS", "ModelInfo", "get", "double_pendulum", "four_bar", "slider_crank", "rrr3",
+           "gough_stewart", "stewart_paper", "parallelogram"]
+__all__ += ["FAMILIES", "cart_pendulum"]

@@ -1,0 +1,164 @@
+"""Group Equations: kinematics solved structural group by structural group (paper, s. 2, eqs 1-3).
+
+For each structural group in the order of its dependency DAG (:mod:`.groups`) the coordinates
+of earlier groups are known (h) and the group's own are dependent (phi):
+
+* position, eq. (1): Newton-Raphson ``Phi_phi dphi = -Phi(q_G)`` on the group's rows only;
+* velocity, eq. (2): ``Phi_phi phid = -Phi_t - Phi_h hd``;
+* acceleration, eq. (3): ``Phi_phi phidd = gamma - Phi_h hdd``.
+
+Each group is a :class:`~.kernels.Plan` (its rows, its columns, its coupling entries Phi_h)
+with its own dense or sparse factorisation of Phi_phi (:mod:`kinedyn.linalg`) and its own
+formulation scratch, so groups never share writable memory except the Jacobian values array,
+where each group writes only its own rows. The per-group objects are packed into homogeneous
+tuples that compiled code indexes at run time; a whole run is one compiled call.
+"""
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from .._unmanaged import unmanaged
+from ..errors import SingularConfigurationError, SolverError
+from ..linalg.dense import dense_lu
+from ..linalg.sparse import analyse as sparse_analyse
+from ..linalg.subsystem import extract
+from . import kernels as K
+from .diagnose import worst
+from .groups import find_groups
+
+
+class GroupEngine:
+    """Per-group plans, scratch and linear solvers of a :class:`~.analysis.Kinematics`.
+
+    ``order`` lists the groups in DAG order (levels one after the other).
+    """
+
+    def __init__(self, kin, solver: str):
+        f = kin.f
+        self.kin = kin
+        self.solver_name = solver
+        self.structure = gs = find_groups(f, kin.rows)
+        self.groups = gs.groups
+        ptr, ind = kin.data.jac_indptr, kin.data.jac_indices
+        self.values = np.zeros(kin.nnz)  # shared: each group writes its own rows only
+        self.plans = tuple(K.make_plan(ptr, ind, g.equations, g.unknowns) for g in gs.groups)
+        self.pws = tuple(K.PlanWork(np.zeros(g.size), np.zeros(g.size), self.values)
+                         for g in gs.groups)
+        self.works = tuple(f.make_work() for _ in gs.groups)
+        self.blocks = tuple(extract(ptr, ind, g.equations, g.unknowns) for g in gs.groups)
+        self.order = np.array([k for level in gs.levels for k in level], np.int64)
+
+    def name(self, g: int) -> str:
+        bodies = ", ".join(self.groups[g].bodies[:4]) or "no bodies"
+        more = len(self.groups[g].bodies) - 4
+        return f"structural group G{g} ({bodies}{f' +{more}' if more > 0 else ''})"
+
+    def build(self, q, t):
+        """(Re-)analyse every group's linear solver at configuration ``q``."""
+        kin = self.kin
+        solvers, sworks = [], []
+        values = np.zeros(kin.nnz)
+        from .analysis import _eval_phi_q
+        _eval_phi_q(kin.data, kin.work, np.asarray(q, float), float(t), kin.all_rows, values)
+        for g, block in enumerate(self.blocks):
+            if self.solver_name == "dense":
+                s, w = dense_lu(block)
+            else:
+                try:
+                    s, w = sparse_analyse(block, values)
+                except RuntimeError:  # SuperLU: "Factor is exactly singular"
+                    self.fail(K.SINGULAR, q, t, g)
+            solvers.append(s)
+            sworks.append(w)
+        self.solvers, self.sworks = tuple(solvers), tuple(sworks)
+
+    def solve_once(self, q, qd, qdd, t, tol, max_iter, fixed):
+        """Positions, velocities, accelerations at one time: ``(status, iterations, residual,
+        failed group)``."""
+        return solve_groups_once(self.kin.data, self.works, self.solvers, self.sworks, self.plans,
+                                 self.pws, self.order, q, qd, qdd, float(t), tol, max_iter, fixed)
+
+    def run(self, times, q, qd, qdd, start, stop, tol, max_iter, fixed, extrapolate, outs):
+        """Steps ``start..stop-1``: ``(status, step, failed group)``."""
+        return run_groups(self.kin.data, self.works, self.solvers, self.sworks, self.plans,
+                          self.pws, self.order, times, q, qd, qdd, start, stop, tol, max_iter,
+                          fixed, extrapolate, *outs)
+
+    def fail(self, st, q, t, g):
+        """Raise the error of a failed group, naming the group and its worst constraints."""
+        kin, grp = self.kin, self.groups[g]
+        names = kin.f.constraint_names
+        rows = np.array(grp.equations, np.int64)
+        phi = kin.phi(q, t)[rows]
+        bad = [names[r] for r in rows[worst(phi)]]
+        err = float(np.abs(phi).max()) if len(phi) else 0.0
+        others: list[str] = []
+        try:
+            kin._raise(st, q, t, err)
+        except SolverError as e:
+            cls, detail, others = type(e), e.detail, e.constraints
+        else:  # the whole system looks fine: the group's own block is singular
+            cls, detail = SingularConfigurationError, "the group's Jacobian block is singular"
+        raise cls(f"{self.name(g)}: {detail}", time=t,
+                  constraints=bad + [c for c in others if c not in bad]) from None
+
+
+@nb.njit(cache=True, nogil=True)
+def _group_pva(data, works, solvers, sworks, plans, pws, g, q, qd, qdd, t, tol, max_iter, fixed):
+    """Position (eq. 1), velocity (eq. 2) and acceleration (eq. 3) of group ``g``."""
+    st, it, err = K.position(data, works[g], solvers[g], sworks[g], plans[g], pws[g], q, t, tol,
+                             max_iter, fixed)
+    if st == K.OK:
+        K.velocity(data, works[g], solvers[g], sworks[g], plans[g], pws[g], q, qd, t)
+        K.acceleration(data, works[g], solvers[g], sworks[g], plans[g], pws[g], q, qd, qdd, t)
+    return st, it, err
+
+
+@nb.njit(cache=True, nogil=True)
+def solve_groups_once(data_, works_, solvers_, sworks_, plans_, pws_, order, q, qd, qdd, t, tol,
+                      max_iter, fixed):
+    data, works, solvers, sworks = unmanaged(data_), unmanaged(works_), unmanaged(solvers_), \
+        unmanaged(sworks_)
+    plans, pws = unmanaged(plans_), unmanaged(pws_)
+    it_max, err_max = 0, 0.0
+    for i in range(order.shape[0]):
+        g = order[i]
+        st, it, err = _group_pva(data, works, solvers, sworks, plans, pws, g, q, qd, qdd, t, tol,
+                                 max_iter, fixed)
+        if st != K.OK:
+            return st, it, err, g
+        it_max = max(it_max, it)
+        err_max = max(err_max, err)
+    return K.OK, it_max, err_max, -1
+
+
+@nb.njit(cache=True, nogil=True)
+def run_groups(data_, works_, solvers_, sworks_, plans_, pws_, order, times, q, qd, qdd, start,
+               stop, tol, max_iter, fixed, extrapolate, out_q, out_qd, out_qdd, out_res,
+               out_iter):
+    """Steps ``start..stop-1`` group by group (see :func:`.kernels.run` for the tracking)."""
+    data, works, solvers, sworks = unmanaged(data_), unmanaged(works_), unmanaged(solvers_), \
+        unmanaged(sworks_)
+    plans, pws = unmanaged(plans_), unmanaged(pws_)
+    for k in range(start, stop):
+        t = times[k]
+        if extrapolate and k > 0:
+            h = t - times[k - 1]
+            for i in range(q.shape[0]):
+                q[i] += h * qd[i] + 0.5 * h * h * qdd[i]
+        it_max, err_max = 0, 0.0
+        for i in range(order.shape[0]):
+            g = order[i]
+            st, it, err = _group_pva(data, works, solvers, sworks, plans, pws, g, q, qd, qdd, t,
+                                     tol, max_iter, fixed)
+            if st != K.OK:
+                return st, k, g
+            it_max = max(it_max, it)
+            err_max = max(err_max, err)
+        out_q[k] = q
+        out_qd[k] = qd
+        out_qdd[k] = qdd
+        out_res[k] = err_max
+        out_iter[k] = it_max
+    return K.OK, stop, -1

@@ -1,0 +1,73 @@
+"""``kinedyn kinematics``: files written, summary contents, clear errors for bad options."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+
+from kinedyn.cli import main
+
+
+def test_run_writes_results_summary_and_plots(tmp_path, capsys):
+    out = tmp_path / "fb"
+    rc = main(["kinematics", "four-bar-driven", "--t-end", "0.5", "--dt", "0.01", "--solver",
+               "dense", "--out", str(out), "--plot", "joint.*.angle", "--plot",
+               "point.coupler.B.y", "--no-progress"])
+    assert rc == 0
+    assert {p.name for p in out.iterdir()} == {"results.csv", "results.npz", "summary.json",
+                                               "channels.png", "residuals.png"}
+    s = json.loads((out / "summary.json").read_text())
+    assert s["model"] == "four-bar-driven" and s["solver"] == "dense" and s["steps"] == 51
+    assert s["dt"] == pytest.approx(0.01) and s["t_end"] == pytest.approx(0.5)
+    assert s["us_per_step"] > 0 and s["wall_time_s"] > 0
+    assert max(s["max_residual"].values()) < 1e-9
+    data = np.load(out / "results.npz")
+    # the crank follows its driver: crank_angle + crank_speed * t
+    np.testing.assert_allclose(data["joint.A.angle"], math.pi / 2 + 2 * math.pi * data["time"],
+                               atol=1e-12)
+    with (out / "results.csv").open() as fh:
+        rows = list(csv.reader(fh))
+    header = rows[0]
+    assert header[0] == "time" and len(rows) == 52
+    col = header.index("joint.D.angle")
+    np.testing.assert_array_equal([float(r[col]) for r in rows[1:]], data["joint.D.angle"])
+    assert "us/step" in capsys.readouterr().out
+
+
+def test_parameter_override_changes_the_motion(tmp_path):
+    out = tmp_path / "sc"
+    assert main(["kinematics", "slider-crank-driven", "--t-end", "0.2", "--dt", "0.01", "-p",
+                 "crank_speed=1.0", "--out", str(out), "--no-progress"]) == 0
+    data = np.load(out / "results.npz")
+    np.testing.assert_allclose(data["joint.crank_pin.angle_d"], 1.0, atol=1e-12)
+    assert json.loads((out / "summary.json").read_text())["parameters"] == {"crank_speed": 1.0}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--plot", "joint.Q.angle"], "--plot: unknown channel 'joint.Q.angle'"),
+    (["--dt", "2"], "--dt (2) is longer than the simulated interval"),
+    (["--t0", "3"], "--t-end (1) must be greater than --t0 (3)"),
+    (["--max-iter", "0"], "--max-iter must be at least 1"),
+    (["--param", "crank_speed"], "--param expects NAME=VALUE"),
+])
+def test_bad_options_give_clear_errors(tmp_path, capsys, argv, message):
+    base = ["kinematics", "four-bar-driven", "--t-end", "1", "--dt", "0.01", "--out",
+            str(tmp_path), "--no-progress"]
+    assert main(base + argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_undriven_model_is_refused(tmp_path, capsys):
+    assert main(["kinematics", "four-bar", "--t-end", "1", "--dt", "0.01", "--out",
+                 str(tmp_path), "--no-progress"]) == 2
+    assert "every degree of freedom driven" in capsys.readouterr().err
+
+
+def test_negative_step_is_an_argument_error(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["kinematics", "four-bar-driven", "--t-end", "1", "--dt", "-0.1"])
+    assert "must be positive" in capsys.readouterr().err
