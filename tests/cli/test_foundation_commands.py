@@ -99,3 +99,21 @@ def test_python_dash_m_kinedyn_runs():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "loops (1 independent; cut joints C)" in done.stdout
+
+
+def test_an_info_section_module_adds_a_flag_and_a_section(tmp_path, monkeypatch, capsys):
+    """The documented hook: a module in kinedyn.cli.info_sections is discovered."""
+    from kinedyn.cli import info_sections
+    (tmp_path / "zz_demo.py").write_text(
+        "def add_arguments(parser):\n"
+        "    parser.add_argument('--demo', action='store_true')\n"
+        "def render(ctx):\n"
+        "    if not ctx.args.demo:\n"
+        "        return None\n"
+        "    return f'demo: {len(ctx.topology.loops)} loops of {ctx.model.name}'\n")
+    monkeypatch.setattr(info_sections, "__path__", [*info_sections.__path__, str(tmp_path)])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["info", "four-bar", "--no-graph"]) == 0
+    assert "demo:" not in capsys.readouterr().out
+    assert main(["info", "four-bar", "--no-graph", "--demo"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("demo: 1 loops of four-bar")
