@@ -12,7 +12,7 @@ from functools import partial
 
 from ..errors import UnknownNameError
 from ..model import System
-from .planar import double_pendulum, four_bar, rrr3, slider_crank
+from .planar import double_pendulum, four_bar, parallelogram, rrr3, slider_crank
 from .stewart import gough_stewart, stewart_paper
 
 
@@ -28,6 +28,8 @@ MODELS: dict[str, ModelInfo] = {m.name: m for m in (
     ModelInfo("four-bar", four_bar, "planar four-bar 0.4/0.1/0.4/0.3 m, free under gravity"),
     ModelInfo("four-bar-driven", partial(four_bar, speed=2 * 3.141592653589793),
               "planar four-bar, crank driven at 1 rev/s"),
+    ModelInfo("parallelogram", parallelogram,
+              "parallelogram with a third parallel crank (one redundant constraint), driven"),
     ModelInfo("slider-crank", slider_crank, "planar slider-crank 0.3/0.4 m (thesis ch. 3)"),
     ModelInfo("slider-crank-driven", partial(slider_crank, speed=2 * 3.141592653589793),
               "slider-crank, crank driven at 1 rev/s"),
@@ -52,4 +54,4 @@ def get(name: str) -> System:
 
 
 __all__ = ["MODELS", "ModelInfo", "get", "double_pendulum", "four_bar", "slider_crank", "rrr3",
-           "gough_stewart", "stewart_paper"]
+           "gough_stewart", "stewart_paper", "parallelogram"]
