@@ -24,6 +24,8 @@ def test_models_lists_every_builtin_with_its_dof(capsys):
     assert rows["3-rrr-driven"][1:4] == ["2-D", "3", "3"]
     assert rows["stewart-paper"][1:4] == ["3-D", "6", "6"]
     assert MODELS["slider-crank"].summary in out
+    # Gruebler says 0; the Jacobian rank sees the redundant constraint
+    assert rows["parallelogram"][2:5] == ["1", "(Gruebler", "0)"]
 
 
 def test_validate_accepts_files_and_builtins(capsys):
@@ -63,6 +65,8 @@ def test_info_prints_topology_and_writes_the_graph(tmp_path, capsys):
     assert "loops (5 independent; cut joints U2, U3, U4, U5, U6)" in out
     assert "6 x 13 bodies - 72 joint equations = 6" in out
     assert "degrees of freedom left after drivers: 0" in out
+    assert "Jacobian rank check (at the assembled initial configuration): mobility 6, left " \
+        "after drivers 0: agrees" in out
     picture = tmp_path / "stewart-paper-graph.png"
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"graph picture: {picture}" in out
 
@@ -117,3 +121,10 @@ def test_an_info_section_module_adds_a_flag_and_a_section(tmp_path, monkeypatch,
     assert "demo:" not in capsys.readouterr().out
     assert main(["info", "four-bar", "--no-graph", "--demo"]) == 0
     assert capsys.readouterr().out.rstrip().endswith("demo: 1 loops of four-bar")
+
+
+def test_info_flags_redundant_constraints(capsys):
+    assert main(["info", "parallelogram", "--no-graph"]) == 0
+    out = capsys.readouterr().out
+    assert "= 0\n" in out and "mobility 1, left after drivers 0: 1 more than Gruebler's count, " \
+        "so 1 constraint equation(s) are redundant" in out
