@@ -24,6 +24,8 @@ def test_models_lists_every_builtin_with_its_dof(capsys):
     assert rows["3-rrr-driven"][1:4] == ["2-D", "3", "3"]
     assert rows["stewart-paper"][1:4] == ["3-D", "6", "6"]
     assert MODELS["slider-crank"].summary in out
+    from kinedyn.models import FAMILIES
+    assert all(f"{prefix}<N>" in out for prefix in FAMILIES)
     # Gruebler says 0; the Jacobian rank sees the redundant constraint
     assert rows["parallelogram"][2:5] == ["1", "(Gruebler", "0)"]
 

@@ -32,8 +32,13 @@ def rows() -> list[list[str]]:
 
 
 def run(args) -> int:
+    from ..models import FAMILIES
     from .info import _table
     print(_table(rows(), ["name", "dim", "dof", "driven", "description"]))
     print("\n  dof: mobility of the mechanism (rank of its constraint Jacobian); driven: "
           "equations its drivers prescribe (dof - driven = 0: kinematically driven)")
+    if FAMILIES:
+        print("\n  families (N = size):")
+        for prefix, (_, summary) in FAMILIES.items():
+            print(f"  {prefix}<N>  {summary}")
     return 0
