@@ -4,7 +4,8 @@ Measured side by side in one run (medians of repeated runs on a shared, noisy ma
 
 * a full kinematic step (position by Newton-Raphson, velocity, acceleration) of the four-bar and
   both Stewart platforms, global formulation, dense (LAPACK) vs sparse (static-pivot LU), with
-  tolerance 1e-10 and with one Newton iteration per step (the paper's tEnd2 = 1);
+  tolerance 1e-10 and with one Newton iteration per step (the paper's tEnd2 = 1), and the same
+  tracking run with the NumPy reference kernels;
 * the Gough-Stewart forward kinematics (pose from six leg lengths) along a trajectory, compiled
   vs the same Newton iteration written in NumPy.
 """
@@ -17,6 +18,7 @@ import numpy as np
 
 from ..kinematics import Kinematics
 from ..kinematics.parallel import PlatformForwardKinematics
+from ..kinematics.reference import reference_simulate
 from ..model.rotations import euler_to_matrix
 from ..models import get
 from ..models.stewart import GS_BASE, GS_HOME, GS_PLATFORM
@@ -33,6 +35,17 @@ def _median_step_us(kin: Kinematics, t_end: float, dt: float, repeat: int) -> tu
         res = kin.simulate(t_end, dt)
         samples.append(res.summary["us_per_step"])
     return float(np.median(samples)), res.summary
+
+
+def _median_reference_us(kin: Kinematics, steps: int, dt: float, repeat: int) -> float:
+    """The same tracking run with the NumPy reference kernels (:mod:`kinedyn.kinematics.reference`)."""
+    times = dt * np.arange(steps)
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        reference_simulate(kin.f, kin.rows, kin.q_assembled, times, kin.tol, kin.max_iter)
+        samples.append((time.perf_counter() - t0) / steps * 1e6)
+    return float(np.median(samples))
 
 
 def numpy_forward_kinematics(base, platform, lengths, p, R, tol=1e-12, max_iter=20):
@@ -75,6 +88,10 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
                 us, summary = _median_step_us(kin, t_end, dt, repeat)
                 row[f"{solver}, {label} (us)"] = us
                 row["n_q"] = summary["coordinates"]
+                row.setdefault("Newton iterations per step", summary["iterations"]["mean"])
+        ref_us = _median_reference_us(Kinematics(model), 10 if quick else 40, dt, repeat)
+        row["NumPy reference (us)"] = ref_us
+        row["reference / sparse"] = ref_us / row["sparse, tol 1e-10 (us)"]
         report.add_row("kinematic step (position + velocity + acceleration)", **row)
     # forward kinematics along a trajectory
     n = 2000 if quick else 20000
