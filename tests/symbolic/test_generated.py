@@ -55,3 +55,8 @@ def test_unreachable_input_is_reported():
     kin = TriangularKinematics(s.compile())
     with pytest.raises(kinedyn.errors.AssemblyError, match="residual"):
         kin.simulate(1.0, 1e-3)
+
+
+def test_symbolic_benchmark_is_discovered():
+    from kinedyn.cli.bench import available
+    assert "symbolic" in available()
