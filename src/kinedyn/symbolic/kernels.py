@@ -64,7 +64,7 @@ class GeneratedKinematics:
 
 
 def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
-             with_gamma: bool = True) -> GeneratedKinematics:
+             with_gamma: bool = True, extra_kernels=(), extra_source: str = "") -> GeneratedKinematics:
     q, qd, sub = coordinate_symbols(system)
     rq = {**_reads(q), sp.Symbol("t"): "t"}
     phi = [e.xreplace(sub).xreplace({T: sp.Symbol("t")}) for e in system.phi]
@@ -111,6 +111,8 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
     extra.append(_position_source("position_blocks", calls_blk, plan, newton=True))
     extra.append(_newton_source("position_newton", "phi", "phi_q", list(dep), full=True))
     extra.append(_RUN)
+    extra.append(extra_source)
+    kernels += list(extra_kernels)
     header = f"DEP = np.array({list(map(int, dep))}, dtype=np.int64)\nIND = np.array({list(map(int, ind))}, dtype=np.int64)\nNQ_ = {system.n_q}\nNC_ = {system.n_c}"
     module, ops = build_module(name or system.name, kernels, "\n".join(extra), header)
     tri_ops = _sum_ops([ops[f"tri_{k}"] for k, b in enumerate(plan.blocks) if b.kind == "triangular"])
