@@ -34,7 +34,7 @@ class GroupEngine:
     ``order`` lists the groups in DAG order (levels one after the other).
     """
 
-    def __init__(self, kin, solver: str):
+    def __init__(self, kin, solver: str, outer: int = 1):
         f = kin.f
         self.kin = kin
         self.solver_name = solver
@@ -48,6 +48,10 @@ class GroupEngine:
         self.works = tuple(f.make_work() for _ in gs.groups)
         self.blocks = tuple(extract(ptr, ind, g.equations, g.unknowns) for g in gs.groups)
         self.order = np.array([k for level in gs.levels for k in level], np.int64)
+        self.runner = None
+        if outer > 1:
+            from .threads import ThreadedRunner
+            self.runner = ThreadedRunner(self, outer)
 
     def name(self, g: int) -> str:
         bodies = ", ".join(self.groups[g].bodies[:4]) or "no bodies"
@@ -81,6 +85,9 @@ class GroupEngine:
 
     def run(self, times, q, qd, qdd, start, stop, tol, max_iter, fixed, extrapolate, outs):
         """Steps ``start..stop-1``: ``(status, step, failed group)``."""
+        if self.runner is not None:
+            return self.runner.run(times, q, qd, qdd, start, stop, tol, max_iter, fixed,
+                                   extrapolate, outs)
         return run_groups(self.kin.data, self.works, self.solvers, self.sworks, self.plans,
                           self.pws, self.order, times, q, qd, qdd, start, stop, tol, max_iter,
                           fixed, extrapolate, *outs)
