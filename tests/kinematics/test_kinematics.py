@@ -197,6 +197,70 @@ def test_redundant_constraints_are_reported_and_handled():
     assert max(res.summary["max_residual"].values()) < 1e-12  # redundant rows satisfied too
 
 
+@pytest.fixture(scope="module")
+def parallelogram_runs():
+    out = {}
+    for solver in ("dense", "sparse"):
+        with pytest.warns(UserWarning, match=r"1 redundant constraint\(s\).*body bar: rigid"):
+            kin = Kinematics(get("parallelogram").compile(), solver=solver)
+        out[solver] = kin.simulate(1.0, 0.004)
+    return out
+
+
+def test_parallelogram_redundant_constraint_dense_and_sparse(parallelogram_runs):
+    """The library parallelogram (three parallel cranks): the same redundant row is dropped by
+    both solvers, they agree, and the motion is the parallelogram's closed form: every crank at
+    the driven angle, the coupler translating without turning."""
+    d, s = parallelogram_runs["dense"], parallelogram_runs["sparse"]
+    for r in (d, s):
+        assert r.summary["redundant_constraints"] == ["body bar: rigid d1.d1"]
+        th = math.pi / 2 + np.sin(2 * math.pi * r.time)
+        for joint in ("A", "E", "D"):
+            np.testing.assert_allclose(r.channel(f"joint.{joint}.angle"), th, atol=1e-9)
+        np.testing.assert_allclose(r.channel("body.coupler.angle"), 0.0, atol=1e-9)
+        w = 2 * math.pi
+        thd, thdd = w * np.cos(w * r.time), -w * w * np.sin(w * r.time)
+        for point in ("coupler.F", "bar.B", "coupler.B"):  # every coupler point: r (cos, sin)(th)
+            np.testing.assert_allclose(r.channel(f"point.{point}.x_d"),
+                                       -0.1 * np.sin(th) * thd, atol=1e-10)
+            np.testing.assert_allclose(r.channel(f"point.{point}.y_dd"),
+                                       0.1 * (np.cos(th) * thdd - np.sin(th) * thd**2), atol=1e-9)
+        assert max(r.summary["max_residual"].values()) < 1e-9  # the dropped row holds too
+    for x, y in ((d.q, s.q), (d.qd, s.qd), (d.qdd, s.qdd)):
+        np.testing.assert_allclose(x, y, atol=1e-10 * max(1.0, np.abs(x).max()))
+
+
+def redundant_slider() -> kd.System:
+    """A slider on the x axis driven twice: by its displacement x = -2 + 3t and by a cable from
+    C = (0, 1) of length sqrt(1 + x^2). At t = 0 the rank-revealing QR keeps the axis and the
+    cable and drops the push; at x = 0 (t = 2/3) axis and cable rows become parallel, so the
+    rows must be chosen again to pass."""
+    s = kd.System("redundant-slider", dim=2, gravity=[0, 0])
+    s.add_point("ground", "O", [0, 0])
+    s.add_point("ground", "C", [0, 1])
+    s.add_vector("ground", "x", [1, 0])
+    s.add_body("slider", mass=1, inertia=0.01, com=[0, 0], position=[-2, 0], orientation=0,
+               points={"P": [0, 0]}, vectors={"x": [1, 0]})
+    s.add_joint("slide", "prismatic", "ground", "slider", point_a="O", point_b="P",
+                axis_a="x", axis_b="x")
+    s.add_driver("push", "joint", joint="slide", function="-2 + 3*t")
+    s.add_driver("cable", "distance", body_a="ground", point_a="C", body_b="slider", point_b="P",
+                 function="sqrt(1 + (-2 + 3*t)**2)")
+    return s
+
+
+@pytest.mark.parametrize("solver", ["dense", "sparse"])
+def test_redundant_rows_are_chosen_again_where_they_stop_being_redundant(solver):
+    with pytest.warns(UserWarning, match="driver push"):
+        kin = Kinematics(redundant_slider().compile(), solver=solver)
+    res = kin.simulate(1.0, 1 / 30)  # step 20 lands on x = 0
+    assert res.summary["redundant_reselections"] == 1
+    assert res.summary["redundant_constraints"] == ["driver cable: distance"]
+    np.testing.assert_allclose(res.channel("point.slider.P.x"), -2 + 3 * res.time, atol=1e-12)
+    np.testing.assert_allclose(res.channel("point.slider.P.x_d"), 3.0, atol=1e-9)
+    assert max(res.summary["max_residual"].values()) < 1e-9
+
+
 def test_undriven_mechanism_is_refused():
     with pytest.raises(kd.ModelError, match="1 left"):
         Kinematics(slider_crank().compile())

@@ -29,9 +29,9 @@ def run(args) -> int:
             model = load_system(spec).compile(overrides)
         except ModelError as err:
             failed += 1
-            print(f"invalid: {err}", file=sys.stderr)
+            print(f"invalid: {err}", file=sys.stderr, flush=True)
             continue
         print(f"ok: {spec} ({model.name}: {'planar' if model.dim == 2 else 'spatial'}, "
               f"{model.n_body - 1} bodies, {model.n_joint} joints, {model.n_driver} drivers, "
-              f"{len(model.function_text)} functions of time)")
+              f"{len(model.function_text)} functions of time)", flush=True)
     return 1 if failed else 0

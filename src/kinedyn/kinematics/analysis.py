@@ -97,17 +97,15 @@ class Kinematics:
         self.all_rows = np.arange(self.f.n_c)
         q = self.assemble(self.f.q0 if q_guess is None else np.asarray(q_guess, float), t0)
         self.q_assembled = q
-        J = self.jacobian(q, t0).toarray()
-        rows, redundant = independent_rows(J)
-        self.redundant = redundant
+        J = self._select_rows(q, t0)
+        rows, redundant = self.rows, self.redundant
+        self.reselections = 0
         if len(redundant):
             names = [self.f.constraint_names[r] for r in redundant]
             warnings.warn(f"{len(redundant)} redundant constraint(s) ignored by the solver (kept "
                           f"in residual reports): {', '.join(names[:6])}", stacklevel=2)
         if len(rows) < self.f.n_q and structural_rank(sps.csr_matrix(J != 0)) >= self.f.n_q:
             # enough equations by structure but not numerically: a singular configuration
-            self.rows = rows
-            Jr = J[rows] if len(rows) else J
             raise SingularConfigurationError(
                 f"the initial configuration is singular (Jacobian rank {len(rows)} of "
                 f"{self.f.n_q}): a dead centre or bifurcation point; start elsewhere",
@@ -118,13 +116,7 @@ class Kinematics:
                 f"kinematic analysis needs every degree of freedom driven, but {self.model.name!r} "
                 f"has {self.f.n_q - len(rows)} left after its drivers (Jacobian rank {len(rows)} "
                 f"of {self.f.n_q} coordinates); add drivers or use dynamics")
-        self.rows = rows
-        self.plan = K.make_plan(self.data.jac_indptr, self.data.jac_indices, rows,
-                                np.arange(self.f.n_q))
-        self.pw = K.make_plan_work(self.plan, self.nnz)
-        if strategy == "groups":
-            from .grouped import GroupEngine
-            self.engine = GroupEngine(self, solver, self.threads[0])
+        self._make_engine()
         self._build_solver(q, t0)
         self._warm_up()
 
@@ -141,6 +133,40 @@ class Kinematics:
         K.run(self.data, self.work, self.solver, self.swork, self.plan, self.pw, z1, q, z2[0].copy(),
               z2[0].copy(), 0, 0, self.tol, self.max_iter, self.fixed, True, z2, z2.copy(),
               z2.copy(), z1.copy(), np.zeros(1, np.int64))
+
+    def _select_rows(self, q, t) -> np.ndarray:
+        """Keep the constraint rows that are independent at q (rank-revealing QR of Phi_q, see
+        :func:`.diagnose.independent_rows`); the rest are redundant. Same rows for the dense and
+        the sparse solver. Returns the full Jacobian at q (dense)."""
+        J = self.jacobian(q, t).toarray()
+        self.rows, self.redundant = independent_rows(J)
+        self.plan = K.make_plan(self.data.jac_indptr, self.data.jac_indices, self.rows,
+                                np.arange(self.f.n_q))
+        self.pw = K.make_plan_work(self.plan, self.nnz)
+        return J
+
+    def _make_engine(self) -> None:
+        """The structural groups of the chosen rows (``strategy="groups"``)."""
+        if self.strategy == "groups":
+            from .grouped import GroupEngine
+            if self.engine is not None:
+                self.engine.close()
+            self.engine = GroupEngine(self, self.solver_name, self.threads[0])
+
+    def _recover(self, q, t) -> None:
+        """After a singular factorisation: choose the independent rows again where the
+        mechanism is now (a redundant set of constraints is redundant only up to a point: a
+        parallelogram's third bar is what keeps it assembled through the collinear
+        position), and re-analyse the sparse pivot order."""
+        if len(self.redundant):
+            self._select_rows(q, t)
+            self._make_engine()
+            self.reselections += 1
+        self._build_solver(q, t)
+
+    def _recoverable(self, st) -> bool:
+        return st in (K.REPIVOT, K.SINGULAR) and (self.solver_name == "sparse"
+                                                  or len(self.redundant) > 0)
 
     # ---- pieces ------------------------------------------------------------------------------
     def phi(self, q, t=0.0) -> np.ndarray:
@@ -186,8 +212,8 @@ class Kinematics:
                                                             self.max_iter, self.fixed)
             if st == K.OK:
                 return KinematicState(t, q, qd, qdd, it, err)
-            if st in (K.REPIVOT, K.SINGULAR) and attempt == 0 and self.solver_name == "sparse":
-                self._build_solver(start, t)
+            if attempt == 0 and self._recoverable(st):
+                self._recover(start, t)
                 continue
             if self.engine is not None:
                 self.engine.fail(st, q, t, group)
@@ -265,14 +291,17 @@ class Kinematics:
                     st, k, group = self.engine.run(times, q, qd, qdd, start, stop, self.tol,
                                                    self.max_iter, self.fixed, extrapolate, outs)
             if st != K.OK:
-                # a degraded static pivot order: re-analyse at the last converged state and
-                # retry the step; failing twice at the same step means a true singularity
-                if (st in (K.REPIVOT, K.SINGULAR) and self.solver_name == "sparse"
-                        and k != last_failure):
+                # a degraded static pivot order (or redundant rows that stopped being
+                # redundant): recover at the last converged state and retry the step;
+                # failing twice at the same step means a true singularity
+                if self._recoverable(st) and k != last_failure:
                     last_failure = k
                     if k > 0:
                         q[:], qd[:], qdd[:] = out_q[k - 1], out_qd[k - 1], out_qdd[k - 1]
-                    self._build_solver(q, times[max(k - 1, 0)])
+                        h = times[k] - times[k - 1]  # rows independent where the step starts
+                        self._recover(q + h * qd + 0.5 * h * h * qdd, times[k])
+                    else:
+                        self._recover(q, times[0])
                     self.reanalyses += 1
                     start = k
                     continue

@@ -53,6 +53,12 @@ class GroupEngine:
             from .threads import ThreadedRunner
             self.runner = ThreadedRunner(self, outer)
 
+    def close(self):
+        """Stop the worker threads (if any)."""
+        if self.runner is not None:
+            self.runner.close()
+            self.runner = None
+
     def name(self, g: int) -> str:
         bodies = ", ".join(self.groups[g].bodies[:4]) or "no bodies"
         more = len(self.groups[g].bodies) - 4

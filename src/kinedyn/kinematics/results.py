@@ -66,6 +66,7 @@ class KinematicResults(Results):
             "strategy": analysis.strategy, "solver": analysis.solver_name,
             "coordinates": f.n_q, "constraints": f.n_c,
             "redundant_constraints": [f.constraint_names[r] for r in analysis.redundant],
+            "redundant_reselections": analysis.reselections,
             "t0": float(times[0]), "t_end": float(times[-1]),
             "dt": float(times[1] - times[0]) if n > 1 else 0.0, "steps": n,
             "tolerance": analysis.tol, "max_iterations": analysis.max_iter,

@@ -52,14 +52,17 @@ def parse_text(text: str, path: Path | str = "<string>") -> Any:
     path = Path(path)
     if path.suffix.lower() == ".json":
         try:
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=_unique_json_object)
+        except _DuplicateKey as exc:
+            raise ModelError(f"duplicate key {exc.key!r} (a name given twice)",
+                             file=str(path)) from None
         except json.JSONDecodeError as exc:
             raise ModelError(f"invalid JSON: {exc.msg}", file=str(path),
                              location=f"line {exc.lineno}, column {exc.colno}") from None
         except RecursionError:
             raise ModelError("invalid JSON: nested too deeply", file=str(path)) from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         loc = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
@@ -67,6 +70,43 @@ def parse_text(text: str, path: Path | str = "<string>") -> Any:
                          location=loc) from None
     except (yaml.YAMLError, RecursionError, ValueError) as exc:
         raise ModelError(f"invalid YAML: {exc}", file=str(path)) from None
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_json_object(pairs):
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that rejects a key given twice in one mapping.
+
+    Plain YAML keeps the last value silently, so two points with the same name would lose one.
+    """
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:  # unhashable key: the base class reports it
+                break
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark,
+                    f"duplicate key {key!r} (a name given twice)", key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
 
 
 def from_dict(data: Any) -> System:

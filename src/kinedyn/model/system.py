@@ -21,7 +21,7 @@ from .compiled import (COMPONENT_CODE, DRIVER_CODE, DRIVER_WIDTH, FRAME_CODE, JO
 from .entries import (DRIVER_KINDS, FORCE_KINDS, JOINT_COORDINATES, JOINT_FIELDS, Body, Driver,
                       Force, Joint, Parameter, UserForce)
 from .rotations import check_sequence, euler_to_matrix, is_rotation, planar_matrix
-from .tape import TapeTable
+from .tape import TapeTable, compile_tape
 
 GROUND = "ground"
 
@@ -211,11 +211,14 @@ class _Compiler:
     def func(self, value, loc: str) -> int:
         """Register a function of time; return its id."""
         expr = ex.time_function(value, self.params, location=loc)
-        self.fn_exprs.append(expr)
-        self.fn_text.append(str(value))
-        return len(self.fn_exprs) - 1
+        return self.func_expr(expr, str(value), loc)
 
-    def func_expr(self, expr: sp.Expr, text: str) -> int:
+    def func_expr(self, expr: sp.Expr, text: str, loc: str) -> int:
+        try:  # the tape is built for the whole table later; check this one where it is written
+            compile_tape(expr)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise ModelError(f"cannot use {text!r} as a function of time: {exc}",
+                             location=loc) from None
         self.fn_exprs.append(expr)
         self.fn_text.append(text)
         return len(self.fn_exprs) - 1
@@ -601,7 +604,8 @@ class _Compiler:
         for r in range(d):
             for c in range(d):
                 ids[d + r * d + c] = self.func_expr(sp.simplify(R[r, c]) if d == 2 else R[r, c],
-                                                    f"{dr.name}: R[{r},{c}]")
+                                                    f"{dr.name}: R[{r},{c}]",
+                                                    f"{loc}.orientation")
         return ids
 
     def _forces(self):

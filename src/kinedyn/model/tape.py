@@ -47,7 +47,13 @@ def _emit(e: sp.Expr, ops: list[int], args: list[float]) -> int:
         args.append(float(arg))
 
     if e.is_Number or e in (sp.pi, sp.E) or (e.is_number and not e.free_symbols):
-        push(CONST, float(e.evalf()))
+        try:
+            value = float(e.evalf())
+        except TypeError:
+            raise ValueError(f"the constant {e} is not a real number") from None
+        if not math.isfinite(value):
+            raise ValueError(f"the constant {e} evaluates to {value}")
+        push(CONST, value)
         return 1
     if e == T:
         push(TIME)

@@ -12,7 +12,9 @@ from functools import partial
 
 from ..errors import UnknownNameError
 from ..model import System
-from .planar import double_pendulum, four_bar, rrr3, slider_crank
+from .planar import double_pendulum, four_bar, parallelogram, rrr3, slider_crank
+from .scissor import scissor_platform
+from .scissor import from_name as _scissor_from_name
 from .stewart import gough_stewart, stewart_paper
 
 
@@ -28,6 +30,8 @@ MODELS: dict[str, ModelInfo] = {m.name: m for m in (
     ModelInfo("four-bar", four_bar, "planar four-bar 0.4/0.1/0.4/0.3 m, free under gravity"),
     ModelInfo("four-bar-driven", partial(four_bar, speed=2 * 3.141592653589793),
               "planar four-bar, crank driven at 1 rev/s"),
+    ModelInfo("parallelogram", parallelogram,
+              "parallelogram with a third parallel crank (one redundant constraint), driven"),
     ModelInfo("slider-crank", slider_crank, "planar slider-crank 0.3/0.4 m (thesis ch. 3)"),
     ModelInfo("slider-crank-driven", partial(slider_crank, speed=2 * 3.141592653589793),
               "slider-crank, crank driven at 1 rev/s"),
@@ -40,16 +44,25 @@ MODELS: dict[str, ModelInfo] = {m.name: m for m in (
               "6-RSU Stewart platform of the Group Equations paper, terminal pose driven"),
     ModelInfo("stewart-paper-free", partial(stewart_paper, driven=False),
               "6-RSU Stewart platform, no drivers (6 dof)"),
+    ModelInfo("scissor-platform-6x1", partial(scissor_platform, 6, 1),
+              "6 legs of handle + 1-stage scissor chain + stick (Group Equations benchmark "
+              "family scissor-platform-<legs>x<stages>), terminal pose driven"),
 )}
+
+# parametrised families: name pattern -> builder returning None for other names
+FAMILIES = {"scissor-platform-<legs>x<stages>": _scissor_from_name}
 
 
 def get(name: str) -> System:
     """A fresh :class:`System` of a library model by name."""
-    try:
+    if name in MODELS:
         return MODELS[name].build()
-    except KeyError:
-        raise UnknownNameError("model", name, MODELS) from None
+    for build in FAMILIES.values():
+        system = build(name)
+        if system is not None:
+            return system
+    raise UnknownNameError("model", name, [*MODELS, *FAMILIES]) from None
 
 
 __all__ = ["MODELS", "ModelInfo", "get", "double_pendulum", "four_bar", "slider_crank", "rrr3",
-           "gough_stewart", "stewart_paper"]
+           "gough_stewart", "stewart_paper", "parallelogram", "scissor_platform", "FAMILIES"]

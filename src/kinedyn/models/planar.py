@@ -95,6 +95,53 @@ def four_bar(ground: float = 0.4, crank: float = 0.1, coupler: float = 0.4, rock
     return s
 
 
+def parallelogram(ground: float = 0.4, crank: float = 0.1, bar_offset: float = 0.2,
+                  mass: float = 1.0, crank_angle: float = math.pi / 2, amplitude: float = 1.0,
+                  frequency: float = 1.0, g: float = G) -> System:
+    """Parallelogram linkage with a third parallel crank: an over-constrained mechanism.
+
+    Ground pivots A = (0, 0), E = (``bar_offset``, 0) and D = (``ground``, 0); three equal cranks
+    (``crank`` m) from A, E and D carry a coupler of length ``ground`` at B, F and C. Any two
+    cranks make a parallelogram four-bar; the third adds a loop whose closure equations are
+    satisfied identically, so one constraint is redundant (Grubler counts 0 dof, the true
+    mobility is 1). The crank at A is driven,
+    ``crank_angle + amplitude sin(2 pi frequency t)``; the default swing (pi/2 +- 1 rad) stays
+    away from the collinear positions (crank angle 0 or pi), which are singular configurations
+    of every parallelogram. Uniform links of ``mass`` kg each, gravity -y.
+    """
+    s = System("parallelogram", dim=2, gravity=[0, "-g"],
+               description="Parallelogram with a third parallel crank (redundant constraint).")
+    for pname, value, text in (("ground_length", ground, "distance A-D = coupler length (m)"),
+                               ("crank_length", crank, "length of each of the three cranks (m)"),
+                               ("bar_offset", bar_offset, "ground pivot E of the third crank (m)"),
+                               ("link_mass", mass, "mass of each moving link (kg)"),
+                               ("crank_angle", crank_angle, "mean crank angle from +x (rad)"),
+                               ("amplitude", amplitude, "crank swing amplitude (rad)"),
+                               ("frequency", frequency, "crank swing frequency (Hz)"),
+                               ("g", g, "gravity (m/s^2)")):
+        s.add_parameter(pname, value, text)
+    tip = ["crank_length*cos(crank_angle)", "crank_length*sin(crank_angle)"]
+    s.add_point("ground", "A", [0, 0])
+    s.add_point("ground", "E", ["bar_offset", 0])
+    s.add_point("ground", "D", ["ground_length", 0])
+    inertia = "link_mass*crank_length**2/12"
+    _link(s, "crank", "crank_length", "link_mass", inertia, "crank_angle")
+    _link(s, "bar", "crank_length", "link_mass", inertia, "crank_angle", position=["bar_offset", 0])
+    _link(s, "rocker", "crank_length", "link_mass", inertia, "crank_angle",
+          position=["ground_length", 0])
+    _link(s, "coupler", "ground_length", "link_mass", "link_mass*ground_length**2/12", 0,
+          position=tip, points={"F": ["bar_offset", 0]})
+    s.add_joint("A", "revolute", "ground", "crank", point_a="A", point_b="A")
+    s.add_joint("E", "revolute", "ground", "bar", point_a="E", point_b="A")
+    s.add_joint("D", "revolute", "ground", "rocker", point_a="D", point_b="A")
+    s.add_joint("B", "revolute", "crank", "coupler", point_a="B", point_b="A")
+    s.add_joint("F", "revolute", "bar", "coupler", point_a="B", point_b="F")
+    s.add_joint("C", "revolute", "rocker", "coupler", point_a="B", point_b="B")
+    s.add_driver("crank_drive", "joint", joint="A",
+                 function="crank_angle + amplitude*sin(2*pi*frequency*t)")
+    return s
+
+
 def _circle_intersection(c1, r1, c2, r2, upper=True):
     d = np.linalg.norm(c2 - c1)
     a = (r1**2 - r2**2 + d**2) / (2 * d)

@@ -170,27 +170,75 @@ class Topology:
         return Mobility(d, moving, eq, body_dof * moving - eq, self._idle_spins(), drivers)
 
     def _idle_spins(self) -> tuple[str, ...]:
-        """Bodies held only by ball joints (spherical or rod ends) at exactly two points.
+        """Serial chains of bodies held only by two ball joints (spherical or rod ends).
 
-        Such a body can spin about the line through the two points without moving anything
-        else: Gruebler counts that spin as a degree of freedom, but it is idle.
+        Along a chain of bodies that each have exactly two joints, the bodies between two
+        consecutive ball joints can turn rigidly about the line through the two ball centres
+        without moving anything else (the joints between them only constrain relative motion):
+        Gruebler counts that spin as a degree of freedom, but it is idle. Examples: an S-S
+        link, an S-P-S leg of a Gough-Stewart platform. Bodies carrying a pose or distance
+        driver are never idle.
         """
         m = self.model
         if self.dim == 2:
             return ()
         ball = (JOINT_CODE["spherical"], JOINT_CODE["rod"])
+        joints_of = [[] for _ in range(m.n_body)]
+        for j in range(m.n_joint):
+            joints_of[int(m.joint_body_a[j])].append(j)
+            joints_of[int(m.joint_body_b[j])].append(j)
+        inner = {b for b in range(1, m.n_body) if len(joints_of[b]) == 2}
+        driven = {int(m.driver_body[k]) for k in range(m.n_driver)}
+        for points in (m.driver_point_a, m.driver_point_b):
+            driven |= {int(m.point_body[p]) for p in points if p >= 0}
+        seen: set[int] = set()
         idle = []
-        for b in range(1, m.n_body):
-            joints = [j for j in range(m.n_joint) if b in (m.joint_body_a[j], m.joint_body_b[j])]
-            if not joints or any(m.joint_type[j] not in ball for j in joints):
+        for start in sorted(inner):
+            if start in seen:
                 continue
-            if any(m.driver_body[k] == b for k in range(m.n_driver)):
-                continue
-            pts = {tuple(m.point_local[m.joint_point_a[j] if m.joint_body_a[j] == b
-                                        else m.joint_point_b[j]]) for j in joints}
-            if len(pts) == 2:
-                idle.append(f"{m.body_name[b]} spin")
-        return tuple(idle)
+            bodies, joints = self._chain(start, inner, joints_of)
+            seen.update(bodies)
+            # joints[i] precedes bodies[i]; joints[-1] ends the chain
+            balls = [i for i, j in enumerate(joints) if m.joint_type[j] in ball]
+            for lo, hi in zip(balls, balls[1:]):
+                group = bodies[lo:hi]
+                if driven & set(group):
+                    continue
+                centres = [self._world_joint_point(joints[lo], group[0]),
+                           self._world_joint_point(joints[hi], group[-1])]
+                if np.linalg.norm(centres[0] - centres[1]) < 1e-9:
+                    continue
+                names = sorted(m.body_name[b] for b in group)
+                idle.append(f"{'+'.join(names)} spin")
+        return tuple(sorted(idle))
+
+    def _chain(self, start, inner, joints_of):
+        """The maximal chain of two-joint bodies through ``start``, in order: bodies
+        ``b_0..b_k`` and joints ``j_0..j_k+1`` with ``j_i`` before ``b_i``."""
+        sides = []
+        for first in joints_of[start]:
+            bodies, joints, body, j = [], [first], start, first
+            while True:
+                other = self._other_body(j, body)
+                if other not in inner or other == start or other in bodies:
+                    break
+                bodies.append(other)
+                j = next(k for k in joints_of[other] if k != j)
+                joints.append(j)
+                body = other
+            sides.append((bodies, joints))
+        (left_b, left_j), (right_b, right_j) = sides
+        return left_b[::-1] + [start] + right_b, left_j[::-1] + right_j
+
+    def _other_body(self, j: int, body: int) -> int:
+        m = self.model
+        return int(m.joint_body_b[j] if m.joint_body_a[j] == body else m.joint_body_a[j])
+
+    def _world_joint_point(self, j: int, body: int) -> np.ndarray:
+        """Initial world position of joint ``j``'s point on ``body``."""
+        m = self.model
+        p = int(m.joint_point_a[j] if m.joint_body_a[j] == body else m.joint_point_b[j])
+        return m.body_position[body] + m.body_rotation[body] @ m.point_local[p]
 
     # ---- reports ---------------------------------------------------------------------------------
     def summary(self) -> dict:
