@@ -69,23 +69,31 @@ def atomic_store(typingctx, arr, i, v):
     return types.void(arr, i, types.int64), codegen
 
 
-COUNT, GENERATION, ABORT = 0, 1, 2
+COUNT, GENERATION, ABORT, DECISION = 0, 1, 2, 3
 
 
 @nb.njit(cache=True, nogil=True)
 def barrier(sync, n):
-    """Wait until ``n`` workers arrive; False if a worker asked to abort."""
+    """Wait until ``n`` workers arrive; False (for every worker alike) if a worker asked to abort
+    before arriving.
+
+    The last to arrive decides: it copies the abort flag into ``DECISION`` before releasing the
+    others, who read that copy - not the live flag, which a fast worker may already have set
+    while failing in the *next* level (the workers would then disagree and deadlock).
+    """
     gen = atomic_load(sync, GENERATION)
     if atomic_add(sync, COUNT, 1) == n - 1:
+        decision = atomic_load(sync, ABORT)
+        atomic_store(sync, DECISION, decision)
         atomic_store(sync, COUNT, 0)
         atomic_add(sync, GENERATION, 1)
-    else:
-        spins = 0
-        while atomic_load(sync, GENERATION) == gen:
-            spins += 1
-            if spins > SPINS:
-                sched_yield()
-    return atomic_load(sync, ABORT) == 0
+        return decision == 0
+    spins = 0
+    while atomic_load(sync, GENERATION) == gen:
+        spins += 1
+        if spins > SPINS:
+            sched_yield()
+    return atomic_load(sync, DECISION) == 0
 
 
 # ---- the worker kernel ------------------------------------------------------------------------
@@ -102,6 +110,7 @@ def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, assign_ptr, assig
     data, works, solvers, sworks = unmanaged(data_), unmanaged(works_), unmanaged(solvers_), \
         unmanaged(sworks_)
     plans, pws = unmanaged(plans_), unmanaged(pws_)
+    work = works[w]
     status[w, 0] = K.OK
     status[w, 1] = stop
     status[w, 2] = -1
@@ -118,7 +127,7 @@ def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, assign_ptr, assig
                     for i in range(cols.shape[0]):
                         c = cols[i]
                         q[c] += h * qd[c] + 0.5 * h * h * qdd[c]
-                st, it, err = _group_pva(data, works, solvers, sworks, plans, pws, g, q, qd, qdd,
+                st, it, err = _group_pva(data, work, solvers, sworks, plans, pws, g, q, qd, qdd,
                                          t, tol, max_iter, fixed)
                 if st != K.OK:
                     status[w, 0] = st
@@ -164,8 +173,10 @@ class ThreadedRunner:
         self.engine = engine
         self.n = int(n_workers)
         self.assign_ptr, self.assign, self.n_levels = assign_groups(engine.structure, self.n)
-        self.sync = np.zeros(3, np.int64)
+        self.sync = np.zeros(4, np.int64)
         self.status = np.zeros((self.n, 3), np.int64)
+        self.works = (engine.kin.work,) + tuple(engine.kin.f.make_work()
+                                                for _ in range(1, self.n))  # one per thread
         self.pool = ThreadPoolExecutor(max_workers=self.n - 1, thread_name_prefix="kinedyn-group")
         self._lock = threading.Lock()
 
@@ -177,7 +188,7 @@ class ThreadedRunner:
         self.sync[:] = 0
 
         def work(w):
-            run_worker(e.kin.data, e.works, e.solvers, e.sworks, e.plans, e.pws, self.assign_ptr,
+            run_worker(e.kin.data, self.works, e.solvers, e.sworks, e.plans, e.pws, self.assign_ptr,
                        self.assign, self.n_levels, w, self.n, self.sync, times, q, qd, qdd,
                        start, stop, tol, max_iter, fixed, extrapolate, out_q, out_qd, out_qdd,
                        res_w, it_w, self.status)

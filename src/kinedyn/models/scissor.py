@@ -15,12 +15,13 @@ along the normal so that the planar loop adds no redundant equation); the bars' 
 handle. Pinned at two points, the tongs are rigid, but only their loop equations make them so:
 no stage can be solved before the handle angle is known, and the handle angle only follows from
 the stick closing the loop on the terminal. So each leg is **one irreducible structural group**
-of ``12 * stages + 15`` natural coordinates (handle tip, pins and bars), solved after the
-terminal group (its pose driven, 12 coordinates), and the legs are independent of each other.
+of ``18 + 12 * stages`` natural coordinates (handle: two pins and a unit vector, 9; each stage:
+two new pins and a unit vector per bar, 12; stick: cardan point, cross axis and a unit vector,
+9), solved after the terminal group (its pose driven, 12 coordinates); the legs are independent
+of each other. ``stages=0`` is the paper's handle-stick leg of 15.
 
 Stage counts giving the paper's leg-group sizes nSG-HS = 15, 30, 60, 120, 240, 360, 480, 720:
-see :data:`PAPER_STAGES` (sizes 27, 27, 51, 111, 231, 351, 471, 711 - within 12 of the
-paper's; ``stages=0`` gives the paper's handle-stick leg of 15).
+:data:`PAPER_STAGES` (sizes 15, 30, 66, 126, 246, 366, 486, 726 - within 6 of the paper's).
 
 Geometry: the paper's Stewart dimensions (pivots on a 0.20 m radius at 120 i +- 15 deg for six
 legs; ``legs`` legs are spread the same way in pairs), handles 0.08 m, tongs 0.08 m tall in
@@ -40,13 +41,13 @@ from .planar import G
 from .stewart import SP_HANDLE, SP_STICK, _frame_from_z, _matrix, _r
 
 BASE_RADIUS, TOP_RADIUS, TONGS_HEIGHT = 0.20, 0.12, 0.08
-PAPER_STAGES = {15: 0, 30: 1, 60: 3, 120: 8, 240: 18, 360: 28, 480: 38, 720: 58}
+PAPER_STAGES = {15: 0, 30: 1, 60: 4, 120: 9, 240: 19, 360: 29, 480: 39, 720: 59}
 NAME = re.compile(r"^scissor-platform-(\d+)x(\d+)$")
 
 
 def leg_group_size(stages: int) -> int:
     """Natural coordinates of one leg group (handle, tongs, stick)."""
-    return 15 + 12 * stages
+    return 15 if stages == 0 else 18 + 12 * stages
 
 
 def _angles(legs: int):
