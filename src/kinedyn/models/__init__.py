@@ -12,6 +12,7 @@ from functools import partial
 
 from ..errors import UnknownNameError
 from ..model import System
+from .chains import cart_pendulum
 from .planar import double_pendulum, four_bar, parallelogram, rrr3, slider_crank
 from .scissor import scissor_platform
 from .scissor import from_name as _scissor_from_name
@@ -28,6 +29,9 @@ class ModelInfo:
 MODELS: dict[str, ModelInfo] = {m.name: m for m in (
     ModelInfo("double-pendulum", double_pendulum, "planar double pendulum of two uniform rods"),
     ModelInfo("four-bar", four_bar, "planar four-bar 0.4/0.1/0.4/0.3 m, free under gravity"),
+    ModelInfo("four-bar-hdca", partial(four_bar, crank=0.3, coupler=0.3, rocker=0.3,
+                                       crank_angle=3.141592653589793 / 4),
+              "HDCA paper's four-bar: ground 0.4 m, three uniform 0.3 m 1 kg links, alpha0 = pi/4"),
     ModelInfo("four-bar-driven", partial(four_bar, speed=2 * 3.141592653589793),
               "planar four-bar, crank driven at 1 rev/s"),
     ModelInfo("parallelogram", parallelogram,
@@ -49,20 +53,37 @@ MODELS: dict[str, ModelInfo] = {m.name: m for m in (
               "family scissor-platform-<legs>x<stages>), terminal pose driven"),
 )}
 
-# parametrised families: name pattern -> builder returning None for other names
-FAMILIES = {"scissor-platform-<legs>x<stages>": _scissor_from_name}
+#: Parametrised families ``<prefix><N>``: prefix -> (builder of N, summary).
+FAMILIES: dict[str, tuple[Callable[[int], System], str]] = {
+    "cart-pendulum-": (cart_pendulum, "cart with an N-link pendulum chain (HDCA paper's "
+                                      "scalable test), e.g. cart-pendulum-64"),
+}
+
+#: Families with several numbers in the name: pattern -> (parser of a name, returning None for
+#: other names; summary).
+PATTERN_FAMILIES: dict[str, tuple[Callable[[str], System | None], str]] = {
+    "scissor-platform-<legs>x<stages>": (_scissor_from_name, "platform with <legs> legs of "
+                                         "<stages>-stage scissor chains (Group Equations "
+                                         "benchmark), e.g. scissor-platform-16x9"),
+}
 
 
 def get(name: str) -> System:
-    """A fresh :class:`System` of a library model by name."""
+    """A fresh :class:`System` of a library model by name (or ``<family>-<N>``)."""
     if name in MODELS:
         return MODELS[name].build()
-    for build in FAMILIES.values():
-        system = build(name)
+    for prefix, (build, _) in FAMILIES.items():
+        if name.startswith(prefix) and name[len(prefix):].isdigit():
+            return build(int(name[len(prefix):]))
+    for parse, _ in PATTERN_FAMILIES.values():
+        system = parse(name)
         if system is not None:
             return system
-    raise UnknownNameError("model", name, [*MODELS, *FAMILIES]) from None
+    raise UnknownNameError("model", name, list(MODELS) + [p + "<N>" for p in FAMILIES]
+                           + list(PATTERN_FAMILIES))
 
 
 __all__ = ["MODELS", "ModelInfo", "get", "double_pendulum", "four_bar", "slider_crank", "rrr3",
-           "gough_stewart", "stewart_paper", "parallelogram", "scissor_platform", "FAMILIES"]
+           "gough_stewart", "stewart_paper", "parallelogram"]
+__all__ += ["FAMILIES", "cart_pendulum"]
+__all__ += ["PATTERN_FAMILIES", "scissor_platform"]
