@@ -94,7 +94,7 @@ def _initial_velocity(fwd, res, points):
 ])
 def test_efforts_reproduce_the_motion(build, actuators, driven_pts):
     driven = build(driven=True)
-    dt, t_end = 2e-3, 0.2
+    dt, t_end = 2e-3, 0.12
     res = inverse_dynamics(driven.compile(), actuators, t_end=t_end, dt=dt)
     efforts = np.column_stack([res.channel(f"effort.{a}") for a in actuators])
     assert res.summary["max_newton_euler_residual"] < 1e-8
@@ -114,8 +114,8 @@ def test_efforts_reproduce_the_motion(build, actuators, driven_pts):
         b = P_ref[:, fk.model.point_name.index(name)]
         np.testing.assert_allclose(a, b, atol=1e-6, err_msg=name)
     # and zero efforts do not: the platform sags under gravity
-    Q0 = fwd.run(fwd.f.q0.copy(), qd0, res.time[:40], np.zeros((40, len(actuators))))
-    sag = fwd.f.point_trajectory(Q0, Q0)[0][-1] - P_ref[39]
+    Q0 = fwd.run(fwd.f.q0.copy(), qd0, res.time[:30], np.zeros((30, len(actuators))))
+    sag = fwd.f.point_trajectory(Q0, Q0)[0][-1] - P_ref[29]
     assert np.abs(sag).max() > 1e-4
 
 
