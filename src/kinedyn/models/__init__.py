@@ -14,6 +14,7 @@ from ..errors import UnknownNameError
 from ..model import System
 from .planar import double_pendulum, four_bar, parallelogram, rrr3, slider_crank
 from .stewart import gough_stewart, stewart_paper
+from .vehicle import quadruped, vehicle
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,8 @@ MODELS: dict[str, ModelInfo] = {m.name: m for m in (
               "6-RSU Stewart platform of the Group Equations paper, terminal pose driven"),
     ModelInfo("stewart-paper-free", partial(stewart_paper, driven=False),
               "6-RSU Stewart platform, no drivers (6 dof)"),
+    ModelInfo("quadruped", quadruped, "quadruped of the sparse-relative paper (Figs. 1-3)"),
+    ModelInfo("vehicle", vehicle, "10-body vehicle, MacPherson composite joints (sparse paper)"),
 )}
 
 
