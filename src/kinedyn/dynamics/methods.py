@@ -408,6 +408,7 @@ def _partitioned_post(system, work, y, t):
 _complete_state_c = nb.njit(cache=True, nogil=True)(_complete_state)
 complete_state = _complete_state_c
 _influence_c = nb.njit(cache=True, nogil=True)(influence)
+influence = _influence_c
 _augmented_derivative_c = nb.njit(cache=True, nogil=True)(_augmented_derivative)
 
 

@@ -12,6 +12,7 @@ from functools import partial
 
 from ..errors import UnknownNameError
 from ..model import System
+from .chains import cart_pendulum
 from .planar import double_pendulum, four_bar, parallelogram, rrr3, slider_crank
 from .stewart import gough_stewart, stewart_paper
 from .vehicle import quadruped, vehicle
@@ -27,6 +28,9 @@ class ModelInfo:
 MODELS: dict[str, ModelInfo] = {m.name: m for m in (
     ModelInfo("double-pendulum", double_pendulum, "planar double pendulum of two uniform rods"),
     ModelInfo("four-bar", four_bar, "planar four-bar 0.4/0.1/0.4/0.3 m, free under gravity"),
+    ModelInfo("four-bar-hdca", partial(four_bar, crank=0.3, coupler=0.3, rocker=0.3,
+                                       crank_angle=3.141592653589793 / 4),
+              "HDCA paper's four-bar: ground 0.4 m, three uniform 0.3 m 1 kg links, alpha0 = pi/4"),
     ModelInfo("four-bar-driven", partial(four_bar, speed=2 * 3.141592653589793),
               "planar four-bar, crank driven at 1 rev/s"),
     ModelInfo("parallelogram", parallelogram,
@@ -48,13 +52,23 @@ MODELS: dict[str, ModelInfo] = {m.name: m for m in (
 )}
 
 
+#: Parametrised families ``<prefix><N>``: prefix -> (builder of N, summary).
+FAMILIES: dict[str, tuple[Callable[[int], System], str]] = {
+    "cart-pendulum-": (cart_pendulum, "cart with an N-link pendulum chain (HDCA paper's "
+                                      "scalable test), e.g. cart-pendulum-64"),
+}
+
+
 def get(name: str) -> System:
-    """A fresh :class:`System` of a library model by name."""
-    try:
+    """A fresh :class:`System` of a library model by name (or ``<family>-<N>``)."""
+    if name in MODELS:
         return MODELS[name].build()
-    except KeyError:
-        raise UnknownNameError("model", name, MODELS) from None
+    for prefix, (build, _) in FAMILIES.items():
+        if name.startswith(prefix) and name[len(prefix):].isdigit():
+            return build(int(name[len(prefix):]))
+    raise UnknownNameError("model", name, list(MODELS) + [p + "<N>" for p in FAMILIES])
 
 
 __all__ = ["MODELS", "ModelInfo", "get", "double_pendulum", "four_bar", "slider_crank", "rrr3",
            "gough_stewart", "stewart_paper", "parallelogram"]
+__all__ += ["FAMILIES", "cart_pendulum"]

@@ -1,0 +1,564 @@
+"""Compiled HDCA passes (Hamiltonian divide-and-conquer, paper section 2), planar, allocation-free.
+
+Conventions. Planar spatial vectors ``V = [v_x, v_y, omega]`` (velocity of a handle point and
+angular velocity) and ``T, Q, P = [f_x, f_y, n]`` (impulse / load / momentum with the moment about
+the handle), all in world axes. Every chain body ``b`` has handle 1 at its joint ``b`` (towards
+the ground) and handle 2 at joint ``b+1``; joint ``k`` joins chain body ``k-1`` ("A" side,
+-1 = ground) and body ``k`` ("B" side, ``n_b`` = ground when the loop closes). A joint's motion
+and constraint-force subspaces (eq. 8) are ``H = [0, 0, 1]``, ``D = [e_x, e_y]`` (revolute) and
+``H = [u, 0]``, ``D = [[-u_y, 0], [u_x, 0], [0, 1]]`` (prismatic along the world unit vector
+``u`` fixed in body A): ``D^T H = 0``, ``H^T H = 1``.
+
+The shift of eq. (1) from handle O to a point at ``s`` from it acts as
+``S Q = [f; n + (Omega s) . f]`` on loads and ``S^T V = [v + omega (Omega s); omega]`` on
+velocities (``Omega`` of eq. 2), so every product with S is written out.
+
+Passes of one state-derivative evaluation (:func:`hdca_derivative`): forward kinematics;
+body coefficients xi (eqs. 13-18) and loads (38) per leaf; assembly (27-37, 39) per tree level
+upwards; base connection (40-41 open, 42-44 closed, the latter's 4 x 4 eta by LDUP); disassembly
+(45-48) per level downwards; joint velocities (49) and momentum derivatives (50-51).
+Tree levels (and the leaf passes) run their nodes in Numba threads (``prange``) when a level
+holds at least ``min_parallel`` nodes; ``min_parallel`` larger than any level gives the serial
+pass. Only the forward kinematics (a prefix sum along the chain) is serial in both.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+from numba.extending import overload
+
+from ..._unmanaged import unmanaged
+from ...linalg.inversion import inverse_2x2, ldup_inverse
+from .. import protocol
+
+REVOLUTE, PRISMATIC = 0, 1
+
+
+class HDCAData(NamedTuple):
+    """Compiled chain, tree and inertial data (float arrays all of one dtype).
+
+    n_b bodies, n_j joints (n_b open, n_b + 1 closed), n_node = 2 n_b - 1 tree nodes.
+    """
+    n_b: int
+    n_j: int
+    closed: bool
+    mass: np.ndarray        # (n_b,)
+    inv_mass: np.ndarray    # (n_b,)
+    inv_inertia: np.ndarray  # (n_b,) 1 / J_C
+    com: np.ndarray         # (n_b, 2) centre of mass, body frame
+    jtype: np.ndarray       # (n_j,) REVOLUTE / PRISMATIC
+    point_a: np.ndarray     # (n_j, 2) joint point in the A-side body frame (world if ground)
+    point_b: np.ndarray     # (n_j, 2) joint point in the B-side body frame (world if ground)
+    axis: np.ndarray        # (n_j, 2) prismatic direction in the A-side frame (world if ground)
+    offset: np.ndarray      # (n_j,) theta_B - theta_A - q (revolute) / theta_B - theta_A (prismatic)
+    gravity: np.ndarray     # (2,)
+    left: np.ndarray        # (n_node,) tree (topology.assembly.AssemblyTree)
+    right: np.ndarray
+    node_joint: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    level_ptr: np.ndarray   # (n_level + 1,)
+    level_nodes: np.ndarray  # (n_b - 1,)
+    min_parallel: int       # smallest level width evaluated in threads
+    n_threads: int          # chunks a wide pass is split into
+
+
+class HDCAWork(NamedTuple):
+    theta: np.ndarray   # (n_b,) body angles
+    origin: np.ndarray  # (n_b, 2) body-frame origins
+    cw: np.ndarray      # (n_b, 2) centres of mass, world
+    joint: np.ndarray   # (n_j, 2) joint points, world (prismatic: the B-side point)
+    H: np.ndarray       # (n_j, 3)
+    D: np.ndarray       # (n_j, 3, 2)
+    h1: np.ndarray      # (n_node, 2) handle 1 of each node, world
+    h2: np.ndarray      # (n_node, 2) handle 2
+    xi11: np.ndarray    # (n_node, 3, 3)
+    xi12: np.ndarray    # (n_node, 3, 3)   (xi21 = xi12^T, eq. 15 / 29)
+    xi22: np.ndarray    # (n_node, 3, 3)
+    xi10: np.ndarray    # (n_node, 3)
+    xi20: np.ndarray    # (n_node, 3)
+    Q1: np.ndarray      # (n_node, 3) accumulated loads at handle 1 (eqs. 38-39)
+    EA: np.ndarray      # (n_node, 3, 2) xi12^A D (assembly scratch)
+    EB: np.ndarray      # (n_node, 3, 2) xi21^B D
+    K: np.ndarray       # (n_node, 2, 2) D^T (xi11^B + xi22^A) D
+    C: np.ndarray       # (n_node, 2, 2) eq. 33
+    WA: np.ndarray      # (n_node, 2, 3) eq. 35
+    WB: np.ndarray      # (n_node, 2, 3) eq. 36
+    beta: np.ndarray    # (n_node, 2) eq. 37
+    T1: np.ndarray      # (n_node, 3) constraint impulses at the handles
+    T2: np.ndarray      # (n_node, 3)
+    Qb1: np.ndarray     # (n_node, 3) articulated loads (eqs. 47-48)
+    Qb2: np.ndarray     # (n_node, 3)
+    V1: np.ndarray      # (n_b, 3) handle velocities
+    V2: np.ndarray      # (n_b, 3)
+    eta: np.ndarray     # (4, 4) eq. 43
+    eta_inv: np.ndarray  # (4, 4)
+    ldup: np.ndarray    # (4, 4, 4) LDUP scratch
+    piv: np.ndarray     # (4,) int64
+    sigma: np.ndarray   # (4,) base-connection multipliers
+
+
+def make_work(data: HDCAData) -> HDCAWork:
+    nb_, nj = data.n_b, data.n_j
+    nn = 2 * nb_ - 1
+    dt = data.mass.dtype
+
+    def z(*shape):
+        return np.zeros(shape, dt)
+    return HDCAWork(z(nb_), z(nb_, 2), z(nb_, 2), z(nj, 2), z(nj, 3), z(nj, 3, 2), z(nn, 2),
+                    z(nn, 2), z(nn, 3, 3), z(nn, 3, 3), z(nn, 3, 3), z(nn, 3), z(nn, 3), z(nn, 3),
+                    z(nn, 3, 2), z(nn, 3, 2), z(nn, 2, 2), z(nn, 2, 2), z(nn, 2, 3), z(nn, 2, 3),
+                    z(nn, 2), z(nn, 3), z(nn, 3), z(nn, 3), z(nn, 3), z(nb_, 3), z(nb_, 3),
+                    z(4, 4), z(4, 4), z(4, 4, 4), np.zeros(4, np.int64), z(4))
+
+
+# ---- forward kinematics ---------------------------------------------------------------------------
+@nb.njit(cache=True, nogil=True, inline="always")
+def forward_kinematics(data, work, q):
+    """Body poses, joint points and subspaces H, D from the joint coordinates (base to tip)."""
+    th, ox, oy = 0.0, 0.0, 0.0  # the ground frame
+    c, s = 1.0, 0.0
+    for k in range(data.n_j):
+        ground_a = k == 0
+        pa = data.point_a[k]
+        if ground_a:
+            ax, ay = pa[0], pa[1]
+            ux, uy = data.axis[k, 0], data.axis[k, 1]
+        else:
+            ax = ox + c * pa[0] - s * pa[1]
+            ay = oy + s * pa[0] + c * pa[1]
+            ux = c * data.axis[k, 0] - s * data.axis[k, 1]
+            uy = s * data.axis[k, 0] + c * data.axis[k, 1]
+        H, D = work.H[k], work.D[k]
+        D[:, :] = 0.0
+        if data.jtype[k] == REVOLUTE:
+            th = th + q[k] + data.offset[k]
+            H[0], H[1], H[2] = 0.0, 0.0, 1.0
+            D[0, 0], D[1, 1] = 1.0, 1.0
+            rx, ry = ax, ay
+        else:
+            th = th + data.offset[k]
+            H[0], H[1], H[2] = ux, uy, 0.0
+            D[0, 0], D[1, 0], D[2, 1] = -uy, ux, 1.0
+            rx, ry = ax + ux * q[k], ay + uy * q[k]
+        work.joint[k, 0], work.joint[k, 1] = rx, ry
+        if k == data.n_b:  # the loop-closing joint: B is the ground
+            break
+        c, s = math.cos(th), math.sin(th)
+        pb = data.point_b[k]
+        ox = rx - (c * pb[0] - s * pb[1])
+        oy = ry - (s * pb[0] + c * pb[1])
+        work.theta[k] = th
+        work.origin[k, 0], work.origin[k, 1] = ox, oy
+        cm = data.com[k]
+        work.cw[k, 0] = ox + c * cm[0] - s * cm[1]
+        work.cw[k, 1] = oy + s * cm[0] + c * cm[1]
+    for b in range(data.n_b):
+        work.h1[b, 0], work.h1[b, 1] = work.joint[b, 0], work.joint[b, 1]
+        if b + 1 < data.n_j:
+            work.h2[b, 0], work.h2[b, 1] = work.joint[b + 1, 0], work.joint[b + 1, 1]
+        else:  # free tip: no joint, no impulse; any point serves
+            work.h2[b, 0], work.h2[b, 1] = work.cw[b, 0], work.cw[b, 1]
+
+
+# ---- leaves: body coefficients (eqs. 13-18) and loads (eq. 38) ------------------------------------
+@nb.njit(cache=True, nogil=True, inline="always")
+def leaf(data, work, b, p):
+    """xi of chain body ``b`` between its handles, with the joint momenta p_b (handle 1) and
+    -p_(b+1) (handle 2) of eq. (7) folded into xi10, xi20 (eqs. 17-18)."""
+    mi, ji = data.inv_mass[b], data.inv_inertia[b]
+    x1, y1 = work.h1[b, 0], work.h1[b, 1]
+    wx, wy = -(work.cw[b, 1] - y1), work.cw[b, 0] - x1         # w = Omega s_1C
+    zx, zy = -(work.h2[b, 1] - y1), work.h2[b, 0] - x1         # z = Omega s_12
+    a = work.xi11[b]                                           # eq. 13: M_1^-1
+    a[0, 0] = mi + ji * wx * wx
+    a[0, 1] = ji * wx * wy
+    a[1, 0] = a[0, 1]
+    a[1, 1] = mi + ji * wy * wy
+    a[0, 2] = -ji * wx
+    a[1, 2] = -ji * wy
+    a[2, 0] = a[0, 2]
+    a[2, 1] = a[1, 2]
+    a[2, 2] = ji
+    e = work.xi12[b]                                           # eq. 14: xi11 S_12
+    for i in range(3):
+        e[i, 0] = a[i, 0] + a[i, 2] * zx
+        e[i, 1] = a[i, 1] + a[i, 2] * zy
+        e[i, 2] = a[i, 2]
+    f = work.xi22[b]                                           # eq. 16: S_12^T xi11 S_12
+    for j in range(3):
+        f[0, j] = e[0, j] + zx * e[2, j]
+        f[1, j] = e[1, j] + zy * e[2, j]
+        f[2, j] = e[2, j]
+    # g = H_1 p_1 - S_12 H_2 p_2 (eqs. 7, 9, 17)
+    H1 = work.H[b]
+    g0, g1, g2 = H1[0] * p[b], H1[1] * p[b], H1[2] * p[b]
+    if b + 1 < data.n_j:
+        H2 = work.H[b + 1]
+        p2 = p[b + 1]
+        g0 -= H2[0] * p2
+        g1 -= H2[1] * p2
+        g2 -= (H2[2] + zx * H2[0] + zy * H2[1]) * p2
+    for i in range(3):
+        work.xi10[b, i] = a[i, 0] * g0 + a[i, 1] * g1 + a[i, 2] * g2       # eq. 17
+    v = work.xi10[b]
+    work.xi20[b, 0] = v[0] + zx * v[2]                                     # eq. 18: S_12^T xi10
+    work.xi20[b, 1] = v[1] + zy * v[2]
+    work.xi20[b, 2] = v[2]
+    m = data.mass[b]
+    fx, fy = m * data.gravity[0], m * data.gravity[1]                    # eq. 38: S_1C Q_C
+    work.Q1[b, 0], work.Q1[b, 1], work.Q1[b, 2] = fx, fy, wx * fx + wy * fy
+
+
+# ---- assembly of two (compound) bodies (eqs. 27-37, 39) -------------------------------------------
+@nb.njit(cache=True, nogil=True, inline="always")
+def assemble(data, work, c):
+    A, B, k = data.left[c], data.right[c], data.node_joint[c]
+    D = work.D[k]
+    EA, EB = work.EA[c], work.EB[c]
+    xa, xb = work.xi12[A], work.xi12[B]
+    for i in range(3):       # E_A = xi12^A D, E_B = xi21^B D = (xi12^B)^T D
+        for j in range(2):
+            EA[i, j] = xa[i, 0] * D[0, j] + xa[i, 1] * D[1, j] + xa[i, 2] * D[2, j]
+            EB[i, j] = xb[0, i] * D[0, j] + xb[1, i] * D[1, j] + xb[2, i] * D[2, j]
+    K, C = work.K[c], work.C[c]
+    s11, s22 = work.xi11[B], work.xi22[A]
+    for i in range(2):       # K = D^T (xi11^B + xi22^A) D
+        for j in range(2):
+            acc = 0.0
+            for r in range(3):
+                for t in range(3):
+                    acc += D[r, i] * (s11[r, t] + s22[r, t]) * D[t, j]
+            K[i, j] = acc
+    st = inverse_2x2(K, C)   # adjugate method, section 3.1
+    if st != 0:
+        return st
+    for i in range(2):
+        for j in range(2):
+            C[i, j] = -C[i, j]   # eq. 33
+    b0 = b1 = 0.0            # eq. 34: b = D^T (xi10^B - xi20^A)
+    for r in range(3):
+        d = work.xi10[B, r] - work.xi20[A, r]
+        b0 += D[r, 0] * d
+        b1 += D[r, 1] * d
+    WA, WB, be = work.WA[c], work.WB[c], work.beta[c]
+    for i in range(2):       # eqs. 35-37: W_A = C E_A^T, W_B = C E_B^T, beta = C b
+        for j in range(3):
+            WA[i, j] = C[i, 0] * EA[j, 0] + C[i, 1] * EA[j, 1]
+            WB[i, j] = C[i, 0] * EB[j, 0] + C[i, 1] * EB[j, 1]
+        be[i] = C[i, 0] * b0 + C[i, 1] * b1
+    for i in range(3):       # eqs. 27-32 with W_A, W_B, beta-hat
+        for j in range(3):
+            work.xi11[c, i, j] = work.xi11[A, i, j] + EA[i, 0] * WA[0, j] + EA[i, 1] * WA[1, j]
+            work.xi12[c, i, j] = -(EA[i, 0] * WB[0, j] + EA[i, 1] * WB[1, j])
+            work.xi22[c, i, j] = work.xi22[B, i, j] + EB[i, 0] * WB[0, j] + EB[i, 1] * WB[1, j]
+        work.xi10[c, i] = work.xi10[A, i] - (EA[i, 0] * be[0] + EA[i, 1] * be[1])
+        work.xi20[c, i] = work.xi20[B, i] + (EB[i, 0] * be[0] + EB[i, 1] * be[1])
+    zx = -(work.h2[A, 1] - work.h1[A, 1])    # eq. 39: Q1^C = Q1^A + S_12^A Q1^B
+    zy = work.h2[A, 0] - work.h1[A, 0]
+    qb = work.Q1[B]
+    work.Q1[c, 0] = work.Q1[A, 0] + qb[0]
+    work.Q1[c, 1] = work.Q1[A, 1] + qb[1]
+    work.Q1[c, 2] = work.Q1[A, 2] + qb[2] + zx * qb[0] + zy * qb[1]
+    work.h1[c, 0], work.h1[c, 1] = work.h1[A, 0], work.h1[A, 1]
+    work.h2[c, 0], work.h2[c, 1] = work.h2[B, 0], work.h2[B, 1]
+    return 0
+
+
+# ---- base connection (eqs. 40-44) -----------------------------------------------------------------
+@nb.njit(cache=True, nogil=True)
+def _dtxd(D1, X, D2, out, r0, c0):
+    """out[r0:r0+2, c0:c0+2] = D1^T X D2."""
+    for i in range(2):
+        for j in range(2):
+            acc = 0.0
+            for r in range(3):
+                for t in range(3):
+                    acc += D1[r, i] * X[r, t] * D2[t, j]
+            out[r0 + i, c0 + j] = acc
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def base_connection(data, work):
+    r = data.left.shape[0] - 1
+    D1 = work.D[0]
+    sig = work.sigma
+    if not data.closed:     # eqs. 40-41: sigma = -(D^T xi11 D)^-1 D^T xi10
+        eta, inv = work.eta, work.eta_inv
+        _dtxd(D1, work.xi11[r], D1, eta, 0, 0)
+        st = inverse_2x2(eta, inv)
+        if st != 0:
+            return st
+        z0 = D1[0, 0] * work.xi10[r, 0] + D1[1, 0] * work.xi10[r, 1] + D1[2, 0] * work.xi10[r, 2]
+        z1 = D1[0, 1] * work.xi10[r, 0] + D1[1, 1] * work.xi10[r, 1] + D1[2, 1] * work.xi10[r, 2]
+        sig[0] = -(inv[0, 0] * z0 + inv[0, 1] * z1)
+        sig[1] = -(inv[1, 0] * z0 + inv[1, 1] * z1)
+        sig[2] = 0.0
+        sig[3] = 0.0
+        D2 = D1
+    else:                   # eqs. 42-44: both chain ends on the base, eta (4 x 4) by LDUP
+        D2 = work.D[data.n_b]
+        _dtxd(D1, work.xi11[r], D1, work.eta, 0, 0)
+        _dtxd(D1, work.xi12[r], D2, work.eta, 0, 2)
+        _dtxd(D2, work.xi22[r], D2, work.eta, 2, 2)
+        for i in range(2):
+            for j in range(2):
+                work.eta[2 + i, j] = work.eta[j, 2 + i]   # xi21 = xi12^T
+        st = ldup_inverse(work.eta, work.eta_inv, work.ldup, work.piv)
+        if st != 0:
+            return st
+        for i in range(4):  # sigma = -eta^-1 zeta, zeta = [D1^T xi10; D2^T xi20]
+            acc = 0.0
+            for j in range(2):
+                z1 = D1[0, j] * work.xi10[r, 0] + D1[1, j] * work.xi10[r, 1] + D1[2, j] * work.xi10[r, 2]
+                z2 = D2[0, j] * work.xi20[r, 0] + D2[1, j] * work.xi20[r, 1] + D2[2, j] * work.xi20[r, 2]
+                acc += work.eta_inv[i, j] * z1 + work.eta_inv[i, 2 + j] * z2
+            sig[i] = -acc
+    for i in range(3):
+        work.T1[r, i] = D1[i, 0] * sig[0] + D1[i, 1] * sig[1]
+        work.T2[r, i] = D2[i, 0] * sig[2] + D2[i, 1] * sig[3]
+        work.Qb1[r, i] = work.Q1[r, i]   # eq. 41
+        work.Qb2[r, i] = 0.0
+    return 0
+
+
+# ---- disassembly (eqs. 45-48) -----------------------------------------------------------------------
+@nb.njit(cache=True, nogil=True, inline="always")
+def disassemble(data, work, c):
+    A, B, k = data.left[c], data.right[c], data.node_joint[c]
+    D = work.D[k]
+    WA, WB, be = work.WA[c], work.WB[c], work.beta[c]
+    t1, t2 = work.T1[c], work.T2[c]
+    s0 = be[0] + WB[0, 0] * t2[0] + WB[0, 1] * t2[1] + WB[0, 2] * t2[2] \
+        - (WA[0, 0] * t1[0] + WA[0, 1] * t1[1] + WA[0, 2] * t1[2])
+    s1 = be[1] + WB[1, 0] * t2[0] + WB[1, 1] * t2[1] + WB[1, 2] * t2[2] \
+        - (WA[1, 0] * t1[0] + WA[1, 1] * t1[1] + WA[1, 2] * t1[2])
+    zx = -(work.h2[B, 1] - work.h1[B, 1])
+    zy = work.h2[B, 0] - work.h1[B, 0]
+    q2 = work.Qb2[c]
+    for i in range(3):
+        tb = D[i, 0] * s0 + D[i, 1] * s1           # eq. 45
+        work.T1[B, i] = tb
+        work.T2[A, i] = -tb
+        work.T1[A, i] = t1[i]                      # eq. 46
+        work.T2[B, i] = t2[i]
+        work.Qb1[A, i] = work.Qb1[c, i]            # eq. 48
+        work.Qb2[B, i] = q2[i]
+    # eq. 47: Qbar1^B = Q1^B - S_12^B Qbar2^C = -Qbar2^A
+    work.Qb1[B, 0] = work.Q1[B, 0] - q2[0]
+    work.Qb1[B, 1] = work.Q1[B, 1] - q2[1]
+    work.Qb1[B, 2] = work.Q1[B, 2] - (q2[2] + zx * q2[0] + zy * q2[1])
+    for i in range(3):
+        work.Qb2[A, i] = -work.Qb1[B, i]
+
+
+# ---- leaf velocities (eqs. 11-12) and canonical derivatives (eqs. 49-51) ---------------------------
+@nb.njit(cache=True, nogil=True, inline="always")
+def leaf_velocity(work, b):
+    for i in range(3):
+        v1 = work.xi10[b, i]
+        v2 = work.xi20[b, i]
+        for j in range(3):
+            v1 += work.xi11[b, i, j] * work.T1[b, j] + work.xi12[b, i, j] * work.T2[b, j]
+            v2 += work.xi12[b, j, i] * work.T1[b, j] + work.xi22[b, i, j] * work.T2[b, j]
+        work.V1[b, i] = v1
+        work.V2[b, i] = v2
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def joint_rates(data, work, k, qd, pd):
+    """qd_k = H^T (V_1^B - V_2^A) (eq. 49); pd_k = H^T Qbar_1^B + s'^T Pbar_1^B (eqs. 50-51),
+    where s' is the rate of the joint's motion axis: -Omega v_joint (revolute, the paper's
+    S-dot of eq. 51) or omega_A Omega u (prismatic); only impulses T have a component along it."""
+    H = work.H[k]
+    tip = k == data.n_b   # B is the ground (the closing joint of a loop)
+    va0 = va1 = va2 = 0.0
+    if k > 0:
+        va0, va1, va2 = work.V2[k - 1, 0], work.V2[k - 1, 1], work.V2[k - 1, 2]
+    if tip:
+        vb0 = vb1 = vb2 = 0.0
+        tb0, tb1 = -work.T2[k - 1, 0], -work.T2[k - 1, 1]
+        qb0 = qb1 = qb2 = 0.0
+    else:
+        vb0, vb1, vb2 = work.V1[k, 0], work.V1[k, 1], work.V1[k, 2]
+        tb0, tb1 = work.T1[k, 0], work.T1[k, 1]
+        qb0, qb1, qb2 = work.Qb1[k, 0], work.Qb1[k, 1], work.Qb1[k, 2]
+    qd[k] = H[0] * (vb0 - va0) + H[1] * (vb1 - va1) + H[2] * (vb2 - va2)
+    if data.jtype[k] == REVOLUTE:
+        sx, sy = vb1, -vb0               # -Omega v
+    else:
+        sx, sy = -va2 * H[1], va2 * H[0]  # omega_A Omega u
+    pd[k] = H[0] * qb0 + H[1] * qb1 + H[2] * qb2 + sx * tb0 + sy * tb1
+
+
+# ---- one evaluation ---------------------------------------------------------------------------------
+# A pass over items lo..hi-1 runs inlined in the calling thread, or, when it has min_parallel
+# items or more, split into one contiguous chunk per thread; each chunk is a real call
+# (_run_chunk) because Numba's parfor dead-code elimination drops stores through NamedTuple
+# fields inlined into a prange body.
+LEAF, ASSEMBLE, DISASSEMBLE, VELOCITY, RATES = 0, 1, 2, 3, 4
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _leaves(data, work, p, lo, hi):
+    for b in range(lo, hi):
+        leaf(data, work, b, p)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _assemblies(data, work, lo, hi) -> int:
+    for i in range(lo, hi):
+        if assemble(data, work, data.level_nodes[i]) != 0:
+            return 1
+    return 0
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _disassemblies(data, work, lo, hi):
+    for i in range(lo, hi):
+        disassemble(data, work, data.level_nodes[i])
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _velocities(work, lo, hi):
+    for b in range(lo, hi):
+        leaf_velocity(work, b)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _rates(data, work, qd, pd, lo, hi):
+    for k in range(lo, hi):
+        joint_rates(data, work, k, qd, pd)
+
+
+@nb.njit(cache=True, nogil=True)
+def _run_chunk(data_, work_, p, qd, pd, what, lo, hi) -> int:
+    data, work = unmanaged(data_), unmanaged(work_)
+    if what == LEAF:
+        _leaves(data, work, p, lo, hi)
+    elif what == ASSEMBLE:
+        return _assemblies(data, work, lo, hi)
+    elif what == DISASSEMBLE:
+        _disassemblies(data, work, lo, hi)
+    elif what == VELOCITY:
+        _velocities(work, lo, hi)
+    else:
+        _rates(data, work, qd, pd, lo, hi)
+    return 0
+
+
+@nb.njit(cache=True, nogil=True, parallel=True)
+def _run_threads(data, work, p, qd, pd, what, lo, hi) -> int:
+    count = hi - lo
+    n_chunk = data.n_threads
+    bad = 0
+    for t in nb.prange(n_chunk):
+        bad += _run_chunk(data, work, p, qd, pd, what, lo + t * count // n_chunk,
+                          lo + (t + 1) * count // n_chunk)
+    return 1 if bad else 0
+
+
+@nb.njit(cache=True, nogil=True)
+def hdca_derivative(data_, work_, q_, p_, qd_, pd_) -> int:
+    """(qd, pd) = HDCA(q, p): status 0, or 1 when a joint's constraint matrix is singular."""
+    data, work = unmanaged(data_), unmanaged(work_)
+    q, p, qd, pd = unmanaged(q_), unmanaged(p_), unmanaged(qd_), unmanaged(pd_)
+    par = data.min_parallel
+    forward_kinematics(data, work, q)
+    if data.n_b >= par:
+        _run_threads(data_, work_, p_, qd_, pd_, LEAF, 0, data.n_b)
+    else:
+        _leaves(data, work, p, 0, data.n_b)
+    lp = data.level_ptr
+    n_lev = lp.shape[0] - 1
+    for lev in range(n_lev):              # assembly, leaves to root
+        lo, hi = lp[lev], lp[lev + 1]
+        if hi - lo >= par:
+            st = _run_threads(data_, work_, p_, qd_, pd_, ASSEMBLE, lo, hi)
+        else:
+            st = _assemblies(data, work, lo, hi)
+        if st != 0:
+            return 1
+    if base_connection(data, work) != 0:
+        return 1
+    for lev in range(n_lev - 1, -1, -1):  # disassembly, root to leaves
+        lo, hi = lp[lev], lp[lev + 1]
+        if hi - lo >= par:
+            _run_threads(data_, work_, p_, qd_, pd_, DISASSEMBLE, lo, hi)
+        else:
+            _disassemblies(data, work, lo, hi)
+    if data.n_b >= par:
+        _run_threads(data_, work_, p_, qd_, pd_, VELOCITY, 0, data.n_b)
+        _run_threads(data_, work_, p_, qd_, pd_, RATES, 0, data.n_j)
+    else:
+        _velocities(work, 0, data.n_b)
+        _rates(data, work, qd, pd, 0, data.n_j)
+    return 0
+
+
+# ---- the compiled protocol: HDCA is itself an ODE on y = [q; p] -------------------------------------
+def _derivative(system, work, y, t, ydot):
+    n = system.n_j
+    return hdca_derivative(system, work, y[:n], y[n:], ydot[:n], ydot[n:])
+
+
+def _no_post(system, work, y, t):
+    return 0
+
+
+def _record(system, work, y, t, out):
+    out[:] = y
+
+
+@overload(protocol.calc_state_derivative, jit_options=protocol.JIT)
+def _ov_derivative(system, work, y, t, ydot):
+    if protocol.is_type(system, HDCAData):
+        return _derivative
+
+
+@overload(protocol.post_step, jit_options=protocol.JIT)
+def _ov_post(system, work, y, t):
+    if protocol.is_type(system, HDCAData):
+        return _no_post
+
+
+@overload(protocol.record_state, jit_options=protocol.JIT)
+def _ov_record(system, work, y, t, out):
+    if protocol.is_type(system, HDCAData):
+        return _record
+
+
+# ---- whole-trajectory outputs -------------------------------------------------------------------------
+@nb.njit(cache=True, nogil=True)
+def trajectory_outputs(data, work, Y, qd_out, energy_out, closure_out, angle_out) -> int:
+    """For recorded states ``Y (n, 2 n_j)``: joint velocities, energies [kinetic, gravity]
+    (T = qd . p / 2: the constraint impulses do no work on admissible velocities),
+    loop-closure errors [position, angle] and body angles."""
+    n = data.n_j
+    pd = np.empty(n, Y.dtype)
+    for r in range(Y.shape[0]):
+        st = hdca_derivative(data, work, Y[r, :n], Y[r, n:], qd_out[r], pd)
+        if st != 0:
+            return st
+        kin = 0.0
+        for k in range(n):
+            kin += 0.5 * qd_out[r, k] * Y[r, n + k]
+        pot = 0.0
+        for b in range(data.n_b):
+            angle_out[r, b] = work.theta[b]
+            pot -= data.mass[b] * (data.gravity[0] * work.cw[b, 0] + data.gravity[1] * work.cw[b, 1])
+        energy_out[r, 0] = kin
+        energy_out[r, 1] = pot
+        if data.closed:
+            k = data.n_b
+            dx = work.joint[k, 0] - data.point_b[k, 0]
+            dy = work.joint[k, 1] - data.point_b[k, 1]
+            closure_out[r, 0] = math.sqrt(dx * dx + dy * dy)
+            th = work.theta[k - 1] + data.offset[k]
+            if data.jtype[k] == REVOLUTE:
+                th += Y[r, k]
+            closure_out[r, 1] = math.atan2(math.sin(th), math.cos(th))
+    return 0

@@ -1,0 +1,313 @@
+"""Triangular and block-triangular solution of the position constraints (thesis section 3.3).
+
+Pipeline for one system Phi(q, t) = 0 with independent coordinates qi:
+
+1. the dependent coordinates are split into irreducible blocks by the Dulmage-Mendelsohn
+   decomposition (:func:`kinedyn.topology.structure.block_triangular`) -- the per-loop
+   decomposition of section 3.3.1 found automatically (3-RRR in mixed coordinates: one block
+   per leg); each block is solved after the blocks it depends on;
+2. each block is polynomialised (:func:`.groebner.polynomialise`) and its pure-lex basis is
+   computed with a time limit, unknowns eliminated in reverse traversal order (section 3.3.1);
+3. from the basis, each unknown is taken from the polynomial of *lowest degree* in it among
+   those free of the unknowns not yet solved (ties: not the identity s^2 + c^2 - 1, then fewest
+   operations; section 3.3.2); degree 1 and 2 have closed forms; angles from atan2(s, c);
+4. each +/- of a square root is a branch, chosen once by the initial configuration;
+5. a block whose basis does not finish, or has an unknown of degree > 2, is solved by Newton on
+   that block's unknowns only (block-triangular plan), and the plan reports why.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import sympy as sp
+
+from ..errors import AssemblyError, ModelError
+from ..topology.structure import block_triangular
+from .equations import T, ConstraintSystem
+from .groebner import BasisResult, Polynomialised, groebner_basis, polynomialise
+
+
+@dataclass
+class Step:
+    """``var`` from ``poly`` (degree 1: a v + b = 0; degree 2: a v^2 + b v + c = 0).
+
+    ``alternative``: a second linear polynomial for ``var``; at run time the one with the larger
+    normalised leading coefficient is used, so a denominator that vanishes on part of the
+    workspace (the specialisation problem of section 3.3.2, e.g. a division by sin(crank))
+    is never used there.
+    """
+    var: sp.Symbol
+    poly: sp.Expr
+    degree: int
+    branch: int = 1
+    alternative: sp.Expr | None = None
+    track: bool = False
+
+    @staticmethod
+    def _coeffs(poly, var, degree):
+        P = sp.Poly(poly, var)
+        return [P.coeff_monomial(var ** k) for k in range(degree, -1, -1)]
+
+    @property
+    def coefficients(self) -> list[sp.Expr]:
+        return self._coeffs(self.poly, self.var, self.degree)
+
+    @property
+    def expr(self) -> sp.Expr:
+        """Closed-form value of ``var`` on this step's branch."""
+        if self.degree == 1:
+            a, b = self.coefficients
+            if self.alternative is None:
+                return sp.cancel(-b / a)
+            a2, b2 = self._coeffs(self.alternative, self.var, 1)
+            return sp.Piecewise((sp.cancel(-b / a), sp.Abs(a) >= sp.Abs(a2)), (sp.cancel(-b2 / a2), True))
+        if not self.track:
+            return self._root(self.branch)
+        rp, rm, ref = self._root(1), self._root(-1), self.reference
+        return sp.Piecewise((rp, sp.Abs(rp - ref) <= sp.Abs(rm - ref)), (rm, True))
+
+    @property
+    def reference(self) -> sp.Symbol:
+        """The previous value of ``var`` (branch tracking)."""
+        return sp.Symbol(f"ref_{self.var.name}", real=True)
+
+    def _root(self, sign):
+        a, b, c = self.coefficients
+        if b == 0:
+            return sign * _sqrt(sp.cancel(-c / a))
+        return (-b + sign * _sqrt(sp.expand(b ** 2 - 4 * a * c))) / (2 * a)
+
+    def roots(self) -> list[sp.Expr]:
+        return [Step(self.var, self.poly, self.degree, s).expr for s in ((1, -1) if self.degree == 2 else (1,))]
+
+
+def _sqrt(d):
+    """sqrt(max(d, 0)): a double root whose discriminant rounds below zero stays real; a
+    clearly negative one (no real assembly) shows as a constraint residual, which the
+    analyses check."""
+    return sp.sqrt(d) if d.is_number else sp.sqrt(sp.Max(d, 0))
+
+
+def _normalised(g):
+    return sp.expand(g / max(abs(c) for c in sp.Poly(g, *sorted(g.free_symbols, key=str)).coeffs()))
+
+
+def extract_triangular(basis, unknowns) -> list[Step] | str:
+    """Triangular steps (solve order) from a lex basis, or the reason why there are none."""
+    unknowns = list(unknowns)
+    steps: list[Step] = []
+    for k in range(len(unknowns) - 1, -1, -1):
+        v, later = unknowns[k], set(unknowns[:k])
+        cands = [g for g in basis if v in g.free_symbols and not (g.free_symbols & later)]
+        if not cands:
+            return f"no basis polynomial determines {v} from the later unknowns"
+        def rank(g):
+            s_or_c = v.name[:2] in ("s_", "c_")
+            other = sp.Symbol(("c_" if v.name.startswith("s_") else "s_") + v.name[2:], real=True)
+            identity = s_or_c and sp.expand(g - (v ** 2 + other ** 2 - 1)) == 0
+            return (sp.degree(g, v), identity, sp.count_ops(g))
+        cands.sort(key=rank)
+        g = cands[0]
+        d = sp.degree(g, v)
+        if d > 2:
+            return f"{v} needs a polynomial of degree {d} (> 2: no closed form used; iterative)"
+        alt = None
+        if d == 1 and sp.Poly(g, v).LC().free_symbols:  # leading coefficient may vanish
+            others = [h for h in cands[1:] if sp.degree(h, v) == 1 and not rank(h)[1]]
+            if others:
+                g, alt = _normalised(g), _normalised(others[0])
+        steps.append(Step(v, sp.expand(g), d, alternative=alt))
+    return steps
+
+
+@dataclass
+class TriangularBlock:
+    equations: tuple[int, ...]
+    unknowns: tuple[int, ...]          # coordinate indices
+    poly: Polynomialised
+    basis: BasisResult
+    steps: list[Step]
+
+    kind = "triangular"
+
+    def assignments(self, system: ConstraintSystem) -> list[tuple[sp.Symbol, sp.Expr]]:
+        """(target, expression) in evaluation order: steps, then angles by atan2 and lengths."""
+        out = [(s.var, s.expr) for s in self.steps]
+        for i in self.unknowns:
+            c = system.coordinates[i]
+            if c.angle:
+                s_, c_ = self.poly.trig[c.symbol]
+                out.append((c.symbol, sp.atan2(s_, c_)))
+        return out
+
+
+@dataclass
+class NewtonBlock:
+    equations: tuple[int, ...]
+    unknowns: tuple[int, ...]
+    reason: str
+
+    kind = "newton"
+
+
+@dataclass
+class Plan:
+    """Blocks in solution order for ``system`` (its independent coordinates as inputs)."""
+    system: ConstraintSystem
+    blocks: list = field(default_factory=list)
+
+    @property
+    def fully_triangular(self) -> bool:
+        return all(b.kind == "triangular" for b in self.blocks)
+
+    def report(self) -> list[str]:
+        names = [c.name for c in self.system.coordinates]
+        lines = []
+        for k, b in enumerate(self.blocks):
+            what = ", ".join(names[i] for i in b.unknowns)
+            if b.kind == "triangular":
+                deg = "".join(str(s.degree) for s in b.steps)
+                lines.append(f"block {k} [{what}]: triangular (basis {b.basis.seconds:.2f} s"
+                             f"{', cached' if b.basis.cached else ''}; step degrees {deg})")
+            else:
+                lines.append(f"block {k} [{what}]: Newton on {len(b.unknowns)} unknown(s) -- {b.reason}")
+        return lines
+
+    # ---- reference evaluation (NumPy; the compiled kernels are in .codegen) ------------------
+    def solve(self, q, t: float = 0.0, tol: float = 1e-13, max_iter: int = 30) -> np.ndarray:
+        """Dependent coordinates from the independent ones in ``q`` (others are guesses)."""
+        q = np.array(q, float)
+        for b in self.blocks:
+            if b.kind == "triangular":
+                f = _block_function(self.system, b)
+                q[list(b.unknowns)] = f(q, t)
+            else:
+                _newton_block(self.system, b, q, t, tol, max_iter)
+        return q
+
+
+def _block_function(system, block):
+    if getattr(block, "_fn", None) is None:
+        assign = block.assignments(system)
+        known = sorted({s for _, e in assign for s in e.free_symbols} - {a for a, _ in assign},
+                       key=lambda s: s.name)
+        qsym = sp.IndexedBase("q")
+        base = {}
+        for i, c in enumerate(system.coordinates):
+            base[c.symbol] = qsym[i]
+            if c.angle:
+                s_, c_ = sp.Symbol(f"s_{c.symbol.name}", real=True), sp.Symbol(f"c_{c.symbol.name}", real=True)
+                base[s_], base[c_] = sp.sin(qsym[i]), sp.cos(qsym[i])
+        for s in known:
+            if s.name.startswith("ref_"):
+                base[s] = base[sp.Symbol(s.name[4:], real=True)]
+        pre = {s: base[s] for s in known if s in base}
+        targets = [system.coordinates[i].symbol for i in block.unknowns]
+        lines = [f"    {s.name} = {sp.pycode(e)}" for s, e in pre.items()]
+        lines += [f"    {s.name} = {sp.pycode(e)}" for s, e in assign]
+        src = ("import math\ndef f(q, t):\n" + "\n".join(lines) +
+               f"\n    return [{', '.join(s.name for s in targets)}]\n")
+        ns: dict = {}
+        exec(compile(src, "<triangular block>", "exec"), ns)  # generated from SymPy expressions
+        block._fn = lambda q, t: np.array(ns["f"](q, t), float)
+    return block._fn
+
+
+def _newton_block(system, block, q, t, tol, max_iter):
+    eqs, unk = list(block.equations), list(block.unknowns)
+    for _ in range(max_iter):
+        r = system.residual(q, t)[eqs]
+        if np.abs(r).max() <= tol:
+            return
+        J = system.jacobian(q, t)[np.ix_(eqs, unk)]
+        q[unk] -= np.linalg.solve(J, r)
+    if np.abs(system.residual(q, t)[eqs]).max() > 1e3 * tol:
+        raise AssemblyError(f"{system.name}: Newton on the block did not converge", time=t,
+                            constraints=[system.constraint_names[i] for i in eqs])
+
+
+def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
+              use_cache: bool = True, tol: float = 1e-12, track: bool = True,
+              sine_first=()) -> Plan:
+    """Block-triangular solution plan of ``system`` with branches chosen at ``system.q0``.
+
+    order: optional coordinate names, eliminated first to last (default: reverse traversal
+    order, i.e. the highest coordinate index first). track: branch tracking (see
+    :func:`_choose_branches`); False keeps the thesis's fixed signs. sine_first: angle
+    coordinate names whose sine is solved before their cosine (the unknown of the quadratic
+    should tell the assembly modes apart over the workspace: a four-bar's rocker cosine does
+    not at crank angle pi, its sine does).
+    """
+    dep = list(system.dependent)
+    col = {i: k for k, i in enumerate(dep)}
+    syms = {c.symbol: i for i, c in enumerate(system.coordinates)}
+    incidence = [sorted(col[syms[s]] for s in e.free_symbols if s in syms and syms[s] in col)
+                 for e in system.phi]
+    btf = block_triangular(incidence, len(dep))
+    if not btf.is_square:
+        raise ModelError(f"{system.name}: the constraints do not determine the dependent "
+                         "coordinates (structurally over- or under-determined)")
+    rank = {}
+    if order is not None:
+        rank = {system.index(n): k for k, n in enumerate(order)}
+    plan = Plan(system)
+    for blk in btf.blocks:
+        unk = sorted((dep[u] for u in blk.unknowns), key=lambda i: rank.get(i, -i - 10 ** 6))
+        eqs = tuple(sorted(blk.equations))
+        exprs = [system.phi[i] for i in eqs]
+        free = set().union(*(e.free_symbols for e in exprs))
+        known = [i for i in range(system.n_q) if i not in unk and system.coordinates[i].symbol in free]
+        co = system.coordinates
+        poly = polynomialise(exprs, [co[i].symbol for i in unk if co[i].angle],
+                             [co[i].symbol for i in unk if not co[i].angle],
+                             [co[i].symbol for i in known if co[i].angle],
+                             [co[i].symbol for i in known if not co[i].angle] + ([T] if T in free else []),
+                             tol=tol, sine_first={co[system.index(n)].symbol for n in sine_first})
+        res = groebner_basis(poly.polys, poly.unknowns + poly.knowns, time_limit, use_cache)
+        if not res.ok:
+            plan.blocks.append(NewtonBlock(eqs, tuple(unk), f"Groebner basis did not finish in "
+                                                            f"{time_limit:g} s (fall-back: Newton)"))
+            continue
+        if any(g.is_number and g != 0 for g in res.basis):
+            raise ModelError(f"{system.name}: constraints {[system.constraint_names[i] for i in eqs]} "
+                             "are inconsistent (Groebner basis {1})")
+        steps = extract_triangular(res.basis, poly.unknowns)
+        if isinstance(steps, str):
+            plan.blocks.append(NewtonBlock(eqs, tuple(unk), steps + " (fall-back: Newton)"))
+            continue
+        block = TriangularBlock(eqs, tuple(unk), poly, res, steps)
+        _choose_branches(system, block, system.q0, track=track)
+        plan.blocks.append(block)
+    return plan
+
+
+def _choose_branches(system, block, q0, t=0.0, track=True):
+    """Each square root's sign: the root nearest the initial configuration (section 3.3.2).
+
+    With ``track`` the kernels keep, at every later call, the root nearest the previous
+    value instead of a fixed sign: where the two assembly modes share the unknown's value (a
+    four-bar's rocker cosine at crank angle pi, where the modes are mirror images about the
+    ground line) the fixed-sign root jumps to the other mode, the nearest root does not.
+    """
+    val = {}
+    for i, c in enumerate(system.coordinates):
+        if c.angle:
+            s_, c_ = sp.Symbol(f"s_{c.symbol.name}", real=True), sp.Symbol(f"c_{c.symbol.name}", real=True)
+            val[s_], val[c_] = np.sin(q0[i]), np.cos(q0[i])
+        else:
+            val[c.symbol] = q0[i]
+    val[T] = t
+    ref = dict(val)
+    for step in block.steps:
+        if step.degree == 2:
+            roots = []
+            for sgn in (1, -1):
+                step.branch = sgn
+                r = complex(step.expr.evalf(subs=val))
+                roots.append((abs(r - ref[step.var]), sgn, r.real))
+            _, step.branch, value = min(roots)
+            step.track = track
+        else:
+            value = float(step.expr.evalf(subs=val))
+        val[step.var] = value

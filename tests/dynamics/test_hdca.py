@@ -1,0 +1,135 @@
+"""HDCA (Hamiltonian divide-and-conquer) against independent solutions.
+
+* open chains: pointwise against the dense Lagrangian (CRBA mass matrix, RNEA bias):
+  qd = M^-1 p and pd = d(M qd)/dt = M qdd + Mdot qd; trajectories against RK4 on the dense ODE;
+* double pendulum and four-bar: trajectories against the natural-coordinate formulation;
+* energy conservation, loop closure, serial == parallel, float32 vs float64.
+"""
+import numpy as np
+import pytest
+
+from kinedyn.dynamics import Dynamics
+from kinedyn.dynamics import integrators as I
+from kinedyn.dynamics.hdca import HDCA
+from kinedyn.errors import ModelError
+from kinedyn.formulations.hamiltonian import Hamiltonian
+from kinedyn.formulations.hamiltonian.dense import make_dense, mass_and_bias
+from kinedyn.models import get
+
+
+def _dense(h):
+    system, dw = make_dense(h.data, h.make_work())
+
+    def mass_bias(q, qd):
+        mass_and_bias(h.data, dw.chain, dw, q, qd)
+        return dw.M.copy(), dw.b.copy()
+    return system, dw, mass_bias
+
+
+@pytest.mark.parametrize("n", [1, 5, 64])
+def test_state_derivative_equals_dense_lagrangian(n):
+    h = Hamiltonian(get(f"cart-pendulum-{n}").compile())
+    _, _, mass_bias = _dense(h)
+    rng = np.random.default_rng(n)
+    for _ in range(3):
+        q = h.q0 + rng.normal(size=h.n_j)
+        p = rng.normal(size=h.n_j)
+        qd, pd = h.state_derivative(q, p)
+        M, b = mass_bias(q, qd)
+        assert np.allclose(M, M.T) and np.all(np.linalg.eigvalsh(M) > 0)
+        scale = np.abs(qd).max()
+        assert np.abs(qd - np.linalg.solve(M, p)).max() < 1e-11 * np.linalg.cond(M) * scale
+        qdd = np.linalg.solve(M, -b)
+        eps = 1e-6  # Mdot qd by a central difference along qd (error ~ eps^2)
+        Mdot = (mass_bias(q + eps * qd, qd)[0] - mass_bias(q - eps * qd, qd)[0]) / (2 * eps)
+        ref = M @ qdd + Mdot @ qd
+        assert np.abs(pd - ref).max() < 1e-6 * (1 + np.abs(ref).max())
+
+
+@pytest.mark.parametrize("n", [8, 64])
+def test_trajectory_equals_dense_mass_matrix_solution(n):
+    h = Hamiltonian(get(f"cart-pendulum-{n}").compile())
+    dt, steps = 2.5e-4, 1200  # RK4 on [q; p] and on [q; qd]: truncation errors ~ dt^4 apart
+    res = HDCA(h).simulate(steps * dt, dt, record_every=100)
+    system, dw, _ = _dense(h)
+    y = np.concatenate([h.q0, np.zeros(h.n_j)])
+    out = np.zeros((steps // 100 + 1, 2 * h.n_j))
+    st, _ = I.integrate_fixed(system, dw, y, 0.0, dt, steps, I.RK4, h.n_j, True, 100, out,
+                              I.make_scratch(len(y)))
+    assert st == 0
+    scale = np.abs(out[:, h.n_j:]).max()
+    assert np.abs(res.q - out[:, :h.n_j]).max() < 1e-9 * max(1.0, scale)
+    assert np.abs(res.qd - out[:, h.n_j:]).max() < 2e-8 * max(1.0, scale)
+
+
+def test_cart_pendulum_conserves_energy_with_rk4():
+    res = HDCA(get("cart-pendulum-16").compile()).simulate(1.0, 1e-3, record_every=10)
+    E = res.channel("energy.total")
+    assert np.ptp(res.channel("energy.kinetic")) > 10.0  # it really moves
+    assert np.abs(E - E[0]).max() < 1e-6 * np.abs(res.channel("energy.gravity")).max()
+    q = res.channel("q.pin1")
+    assert q[0] == pytest.approx(np.pi / 4) and res.channel("q.slide")[0] == 0.0
+
+
+def _natural(name, t_end, dt):
+    dyn = Dynamics(get(name).compile(), method="projection", integrator="rk4")
+    res = dyn.simulate(t_end, dt)
+    return res, dyn.f.observables(res.q, res.qd, np.zeros_like(res.q))
+
+
+@pytest.mark.parametrize("name, dt, tol", [("double-pendulum", 1e-3, 1e-8),
+                                           ("four-bar-hdca", 2.5e-4, 1e-8)])
+def test_agrees_with_natural_coordinates(name, dt, tol):
+    t_end = 0.5
+    res = HDCA(get(name).compile()).simulate(t_end, dt)
+    nat, ch = _natural(name, t_end, dt)
+    for b in res.h.body_names:
+        d = res.channel(f"body.{b}.angle") - ch[f"body.{b}.angle"]
+        d -= 2 * np.pi * np.round(d[0] / (2 * np.pi))
+        assert np.abs(d).max() < tol, b
+    for j in res.h.joint_names:
+        rate = ch[f"joint.{j}.angle_d"]
+        assert np.ptp(rate) > 0.5  # moving
+        assert np.abs(res.channel(f"q.{j}_d") - rate).max() < 20 * tol, j
+        # joint angles: same motion (the zero of the angle is the formulations' own choice)
+        d = res.channel(f"q.{j}") - ch[f"joint.{j}.angle"]
+        assert np.abs(d - d[0]).max() < tol, j
+    if res.h.closed:
+        assert res.summary["max_loop_closure"]["position"] < 1e-8
+        assert res.summary["max_loop_closure"]["angle"] < 1e-12
+
+
+@pytest.mark.parametrize("name", ["cart-pendulum-64", "four-bar-hdca"])
+def test_serial_and_parallel_are_identical(name):
+    h = Hamiltonian(get(name).compile())
+    serial = h.make_data(None)
+    parallel = h.make_data(1, n_threads=2)  # every level split over two threads
+    rng = np.random.default_rng(7)
+    q, p = h.q0 + 0.1 * rng.normal(size=h.n_j), rng.normal(size=h.n_j)
+    a = h.state_derivative(q, p, serial)
+    b = h.state_derivative(q, p, parallel)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    rs = HDCA(h).simulate(0.05, 1e-3)
+    rp = HDCA(h, parallel=True, min_parallel=1).simulate(0.05, 1e-3)
+    assert np.array_equal(rs.q, rp.q) and np.array_equal(rs.p, rp.p)
+
+
+def test_float32_tracks_float64():
+    m = get("four-bar-hdca").compile()
+    r64 = HDCA(m).simulate(0.5, 1e-3)
+    r32 = HDCA(m, precision="float32").simulate(0.5, 1e-3)
+    assert r32.q.dtype == np.float32
+    assert np.abs(r32.q - r64.q).max() < 1e-3
+    assert r32.summary["max_loop_closure"]["position"] < 1e-4
+    assert r64.summary["max_loop_closure"]["position"] < 1e-8
+    E32, E64 = r32.channel("energy.total"), r64.channel("energy.total")
+    assert np.abs(E32 - E64).max() < 1e-3 * np.abs(E64).max()
+
+
+def test_unsupported_models_get_clear_errors():
+    with pytest.raises(ModelError, match="HDCA"):
+        Hamiltonian(get("3-rrr").compile())
+    with pytest.raises(ModelError, match="drivers"):
+        Hamiltonian(get("four-bar-driven").compile())
+    with pytest.raises(ModelError, match="planar"):
+        Hamiltonian(get("gough-stewart").compile())

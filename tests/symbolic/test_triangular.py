@@ -1,0 +1,148 @@
+"""Triangular plans of library models: thesis equations, residuals, Newton and natural-coordinate
+kinematics on the selected branch along whole trajectories."""
+import numpy as np
+import pytest
+import sympy as sp
+
+
+def unclamp(e):
+    """The square roots' argument without the max(d, 0) guard."""
+    return e.replace(lambda x: isinstance(x, sp.Max), lambda x: [a for a in x.args if a != 0][0])
+
+import kinedyn
+from kinedyn.kinematics import Kinematics
+from kinedyn.symbolic.equations import T, planar_coordinates
+from kinedyn.symbolic.triangular import make_plan
+
+
+@pytest.fixture(scope="module")
+def slider():
+    eqs = planar_coordinates(kinedyn.models.get("slider-crank-driven").compile())
+    return eqs, make_plan(eqs, time_limit=30, track=False)
+
+
+def test_slider_crank_plan_is_thesis_hand_solution(slider):
+    """(3.57) with the rod angle r = beta - pi/2 (c_r = s_beta, s_r = -c_beta):
+    c_beta = l1/l2 s_theta, s_beta = +-1/l2 sqrt(l1^2 c_theta^2 - l1^2 + l2^2), s = l1 c + l2 s_beta."""
+    eqs, plan = slider
+    assert plan.fully_triangular and len(plan.blocks) == 2
+    rod, slide = plan.blocks
+    st, ct = sp.Symbol("s_crank_angle", real=True), sp.Symbol("c_crank_angle", real=True)
+    s_r, c_r = rod.poly.trig[eqs.coordinates[eqs.index("rod.angle")].symbol]
+    val = {s.var: s for s in rod.steps}
+    assert sp.simplify(val[s_r].expr + sp.Rational(3, 4) * st) == 0          # -c_beta
+    hand = sp.sqrt(sp.Rational(9, 100) * ct**2 - sp.Rational(9, 100) + sp.Rational(4, 25)) / sp.Rational(2, 5)
+    got = unclamp(val[c_r].expr).subs(st**2, 1 - ct**2)
+    assert sp.simplify(got**2 - hand**2) == 0 and val[c_r].degree == 2
+    assert val[c_r].branch == 1   # the model's piston is right of the crank: s_beta > 0
+    (step,) = slide.steps
+    assert sp.simplify(step.expr - (sp.Rational(3, 10) * ct + sp.Rational(2, 5) * c_r)) == 0
+
+
+def _trajectory(eqs, plan, times):
+    """Triangular solution and warm-started Newton along the driven trajectory."""
+    q_tri, q_nr = [], []
+    q = eqs.q0.copy()
+    for t in times:
+        for i, f in eqs.inputs.items():
+            q[i] = float(f.subs(T, t))
+        q_tri.append(plan.solve(q, t))
+        q = eqs.solve_newton(q, t)[0]
+        q_nr.append(q.copy())
+    return np.array(q_tri), np.array(q_nr)
+
+
+@pytest.mark.parametrize("name, sine_first", [("slider-crank-driven", ()),
+                                              ("four-bar-driven", ("rocker.angle",))])
+def test_triangular_equals_newton_and_natural_kinematics(name, sine_first):
+    model = kinedyn.models.get(name).compile()
+    eqs = planar_coordinates(model)
+    plan = make_plan(eqs, time_limit=60, sine_first=sine_first, track=False)
+    assert plan.fully_triangular, plan.report()
+    times = np.linspace(0, 1, 41)  # includes crank angles pi/2 + k pi/2 exactly
+    q_tri, q_nr = _trajectory(eqs, plan, times)
+    for q in q_tri:
+        assert np.abs(eqs.residual(q)).max() <= 1e-12
+    wrap = lambda a: (a + np.pi) % (2 * np.pi) - np.pi  # noqa: E731
+    diff = q_tri - q_nr
+    ang = [i for i, c in enumerate(eqs.coordinates) if c.angle]
+    diff[:, ang] = wrap(diff[:, ang])
+    assert np.abs(diff).max() <= 1e-10   # same branch all along, no jump
+    res = Kinematics(model, tol=1e-12).simulate(1.0, 0.025)
+    for i, c in enumerate(eqs.coordinates):
+        body, comp = c.name.split(".")
+        if comp == "angle":
+            nat = res.channel(f"body.{body}.angle")
+            assert np.abs(wrap(q_tri[:, i] - nat)).max() <= 1e-8, c.name
+
+
+def test_3rrr_mixed_coordinates_one_block_per_leg():
+    """Section 4.2.4: end-effector pose independent -> three independent per-leg systems."""
+    eqs = planar_coordinates(kinedyn.models.get("3-rrr").compile(), absolute=["platform"])
+    assert [eqs.coordinates[i].name for i in eqs.independent] == ["platform.angle", "platform.x",
+                                                                 "platform.y"]
+    plan = make_plan(eqs, time_limit=60)
+    assert plan.fully_triangular and [len(b.unknowns) for b in plan.blocks] == [2, 2, 2]
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        q = eqs.q0.copy()
+        q[list(eqs.independent)] += rng.uniform(-0.03, 0.03, 3)
+        sol = plan.solve(q)
+        assert np.abs(eqs.residual(sol)).max() <= 1e-12
+        nr = eqs.solve_newton(np.where(np.isin(np.arange(eqs.n_q), eqs.independent), q, eqs.q0))[0]
+        assert np.allclose(sol, nr, atol=1e-10)
+
+
+def test_block_triangular_fallback_when_basis_times_out(tmp_path, monkeypatch):
+    """3-RRR in joint coordinates with the motor angles independent: the two coupled loops'
+    basis does not finish within the limit, so the plan iterates on that block only."""
+    monkeypatch.setenv("KINEDYN_CACHE", str(tmp_path))
+    eqs = planar_coordinates(kinedyn.models.get("3-rrr-driven").compile())
+    plan = make_plan(eqs, time_limit=0.5)
+    kinds = [b.kind for b in plan.blocks]
+    assert "newton" in kinds
+    text = "\n".join(plan.report())
+    assert "did not finish in 0.5 s" in text and "fall-back: Newton" in text
+    q = eqs.q0.copy()
+    q[list(eqs.dependent)] += 0.01
+    sol = plan.solve(q)
+    assert np.abs(eqs.residual(sol)).max() <= 1e-12
+
+
+def test_other_branch_is_the_other_assembly_mode(slider):
+    """Flipping the square-root sign gives the mirrored piston (s_beta -> -s_beta)."""
+    eqs, plan = slider
+    rod = plan.blocks[0]
+    step = next(s for s in rod.steps if s.degree == 2)
+    q = eqs.q0.copy()
+    a = plan.solve(q)
+    step.branch = -step.branch
+    rod._fn = None
+    try:
+        b = plan.solve(q)
+    finally:
+        step.branch = -step.branch
+        rod._fn = None
+    i = eqs.index("piston.slide")
+    assert np.abs(eqs.residual(b)).max() <= 1e-12
+    l1c = 0.3 * np.cos(q[0])
+    assert np.isclose(a[i] - l1c, -(b[i] - l1c))   # mirrored about the crank pin's x
+
+
+def test_fixed_sign_on_a_mode_blind_unknown_jumps_branch():
+    """Motivating example: with the rocker *cosine* from the quadratic, the two assembly modes
+    share its value at crank angle pi (mirror images about the ground line), so a fixed sign
+    swaps modes there; solving the sine first keeps one mode over the whole revolution."""
+    eqs = planar_coordinates(kinedyn.models.get("four-bar-driven").compile())
+    i = eqs.index("rocker.angle")
+    for sine_first, jumps in (((), True), (("rocker.angle",), False)):
+        plan = make_plan(eqs, time_limit=60, sine_first=sine_first, track=False)
+        q = eqs.q0.copy()
+        rocker = []
+        for th in np.linspace(np.pi / 2, 2.5 * np.pi, 200):
+            q[0] = th
+            q = plan.solve(q)
+            assert np.abs(eqs.residual(q)).max() <= 1e-12
+            rocker.append(q[i])
+        step = np.abs(np.diff(np.unwrap(rocker))).max()
+        assert (step > 0.5) == jumps
