@@ -52,7 +52,7 @@ class RelativeMethodWork(NamedTuple):
     solve_time: np.ndarray  # (1,) unused placeholder for symmetry with Python timing
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True, nogil=True, inline="always")
 def evaluate(system, work, q, qd, t):
     """Fill a, Q = f - b qd, B and (stabilised) gamma at one state (one kinematic pass)."""
     data, fw = system.form, work.form

@@ -348,7 +348,7 @@ def block_solve(blk_ptr, blk_idx, anc_ptr, anc_idx, A, x):
 
 
 # ---- the step ------------------------------------------------------------------------------
-@nb.njit(**_JIT)
+@nb.njit(cache=True, nogil=True, inline="always")
 def _factor_a(solver, work, a_values):
     """Factorise a (values in its CSR pattern); returns -1 or the coordinate of a failed pivot."""
     A = work.A
@@ -367,7 +367,7 @@ def _factor_a(solver, work, a_values):
     return cholesky_dense(A, solver.n)
 
 
-@nb.njit(**_JIT)
+@nb.njit(cache=True, nogil=True, inline="always")
 def _solve_a(solver, work, b):
     """b <- a^-1 b with the current factorisation."""
     if solver.kind == DBBD:
@@ -379,7 +379,7 @@ def _solve_a(solver, work, b):
         cholesky_solve_dense(work.A, solver.n, b)
 
 
-@nb.njit(**_JIT)
+@nb.njit(cache=True, nogil=True, inline="always")
 def solve_accelerations(solver, work, a_values, B_values, Q, gamma, qdd, lam):
     """qdd and lam of ``a qdd + B^T lam = Q, B qdd = gamma``; returns a status (0 ok,
     1 singular, 3 ``a`` not positive definite: coordinate in ``work.fail[0]``)."""

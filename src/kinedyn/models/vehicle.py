@@ -19,7 +19,9 @@ loops by one joint with few coordinates). Here:
   the static corner loads).
 * *compliant tie-rods*: the tie-rods are stiff spring-dampers (rack end -> front steering arm;
   chassis -> rear steering arm) instead of rod constraints, so no loop is closed and the only
-  constraint is the steering driver (rack displacement), as in the paper (16 dof).
+  constraint is the steering driver (rack displacement), as in the paper (16 dof). The
+  steering arms are at the height of the camber axis: lower, a camber rotation would steer the
+  wheel and the tyre's side force would feed back into camber (a divergence found at speed).
 * wheels are welded to their knuckles (their mass and inertia ride on the knuckle); the wheel
   spin is a separate first-order state of the tyre model (:mod:`kinedyn.dynamics.vehicle`),
   so it adds no relative coordinate (the paper's 17 contain none).
@@ -35,7 +37,7 @@ from .planar import G
 VEHICLE = dict(chassis_mass=1200.0, chassis_inertia=(450.0, 1800.0, 2000.0), cg_height=0.55,
                a=1.1, b=1.5, half_track=0.75, wheel_radius=0.31, knuckle_mass=15.0,
                wheel_mass=20.0, strut_mass=2.0, rack_mass=5.0, spring_k=35000.0,
-               spring_c=3500.0, bushing_k=3.0e5, bushing_c=2000.0, tierod_k=1.0e6,
+               spring_c=3500.0, bushing_k=6.0e5, bushing_c=3000.0, tierod_k=1.0e6,
                tierod_c=4500.0, arm=0.15)
 
 
@@ -66,7 +68,7 @@ def vehicle(g: float = G, **overrides) -> System:
         knuckle = f"{name}_knuckle"
         kpts = {"C": [0, 0, 0], "low": [0, -side * 0.05, 0.04],
                 "top": [0, -side * 0.05, h + 0.20 - r], "arm": [0, -side * 0.03, 0.25 - r],
-                "steer": [-arm, -side * 0.05, 0.30 - r]}
+                "steer": [-arm, -side * 0.05, 0.04]}
         s.add_body(knuckle, mass=p["knuckle_mass"], inertia=[0.3, 0.2, 0.3], com=[0, 0, 0],
                    position=list(wc), orientation=[0, 0, 0], points=kpts,
                    vectors={"z": [0, 0, 1], "x": [1, 0, 0]})
@@ -95,16 +97,16 @@ def vehicle(g: float = G, **overrides) -> System:
                     body_b=knuckle, point_b="arm", stiffness=p["bushing_k"],
                     damping=p["bushing_c"], free_length=abs(side * (w - 0.03) - side * 0.35))
         if not front:
-            s.add_point("chassis", f"{name}_tierod", [x - arm, side * 0.40, 0.30 - h])
+            s.add_point("chassis", f"{name}_tierod", [x - arm, side * 0.40, r + 0.04 - h])
             s.add_force(f"{name}_tierod", "spring", body_a="chassis", point_a=f"{name}_tierod",
                         body_b=knuckle, point_b="steer", stiffness=p["tierod_k"],
                         damping=p["tierod_c"], free_length=w - 0.05 - 0.40)
         _ = unsprung
     s.add_body("rack", mass=p["rack_mass"], inertia=[0.05, 0.001, 0.05], com=[0, 0, 0],
-               position=[p["a"] - arm, 0, 0.30], orientation=[0, 0, 0],
+               position=[p["a"] - arm, 0, r + 0.04], orientation=[0, 0, 0],
                points={"O": [0, 0, 0], "fr": [0, -0.40, 0], "fl": [0, 0.40, 0]},
                vectors={"y": [0, 1, 0]})
-    s.add_point("chassis", "rack", [p["a"] - arm, 0, 0.30 - h])
+    s.add_point("chassis", "rack", [p["a"] - arm, 0, r + 0.04 - h])
     s.add_joint("rack", "prismatic", "chassis", "rack", point_a="rack", point_b="O",
                 axis_a="y", axis_b="y")
     for name, side in (("fr", -1), ("fl", 1)):
