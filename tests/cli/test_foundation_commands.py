@@ -24,6 +24,10 @@ def test_models_lists_every_builtin_with_its_dof(capsys):
     assert rows["3-rrr-driven"][1:4] == ["2-D", "3", "3"]
     assert rows["stewart-paper"][1:4] == ["3-D", "6", "6"]
     assert MODELS["slider-crank"].summary in out
+    from kinedyn.models import FAMILIES
+    assert all(f"{prefix}<N>" in out for prefix in FAMILIES)
+    # Gruebler says 0; the Jacobian rank sees the redundant constraint
+    assert rows["parallelogram"][2:5] == ["1", "(Gruebler", "0)"]
 
 
 def test_validate_accepts_files_and_builtins(capsys):
@@ -63,6 +67,8 @@ def test_info_prints_topology_and_writes_the_graph(tmp_path, capsys):
     assert "loops (5 independent; cut joints U2, U3, U4, U5, U6)" in out
     assert "6 x 13 bodies - 72 joint equations = 6" in out
     assert "degrees of freedom left after drivers: 0" in out
+    assert "Jacobian rank check (at the assembled initial configuration): mobility 6, left " \
+        "after drivers 0: agrees" in out
     picture = tmp_path / "stewart-paper-graph.png"
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"graph picture: {picture}" in out
 
@@ -99,3 +105,28 @@ def test_python_dash_m_kinedyn_runs():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "loops (1 independent; cut joints C)" in done.stdout
+
+
+def test_an_info_section_module_adds_a_flag_and_a_section(tmp_path, monkeypatch, capsys):
+    """The documented hook: a module in kinedyn.cli.info_sections is discovered."""
+    from kinedyn.cli import info_sections
+    (tmp_path / "zz_demo.py").write_text(
+        "def add_arguments(parser):\n"
+        "    parser.add_argument('--demo', action='store_true')\n"
+        "def render(ctx):\n"
+        "    if not ctx.args.demo:\n"
+        "        return None\n"
+        "    return f'demo: {len(ctx.topology.loops)} loops of {ctx.model.name}'\n")
+    monkeypatch.setattr(info_sections, "__path__", [*info_sections.__path__, str(tmp_path)])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["info", "four-bar", "--no-graph"]) == 0
+    assert "demo:" not in capsys.readouterr().out
+    assert main(["info", "four-bar", "--no-graph", "--demo"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("demo: 1 loops of four-bar")
+
+
+def test_info_flags_redundant_constraints(capsys):
+    assert main(["info", "parallelogram", "--no-graph"]) == 0
+    out = capsys.readouterr().out
+    assert "= 0\n" in out and "mobility 1, left after drivers 0: 1 more than Gruebler's count, " \
+        "so 1 constraint equation(s) are redundant" in out

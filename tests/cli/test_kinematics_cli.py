@@ -22,7 +22,7 @@ def test_run_writes_results_summary_and_plots(tmp_path, capsys):
     s = json.loads((out / "summary.json").read_text())
     assert s["model"] == "four-bar-driven" and s["solver"] == "dense" and s["steps"] == 51
     assert s["dt"] == pytest.approx(0.01) and s["t_end"] == pytest.approx(0.5)
-    assert s["us_per_step"] > 0 and s["wall_time_s"] > 0
+    assert s["us_per_step"] > 0 and s["wall_time_s"] > 0 and s["cpu_us_per_step"] > 0
     assert max(s["max_residual"].values()) < 1e-9
     data = np.load(out / "results.npz")
     # the crank follows its driver: crank_angle + crank_speed * t

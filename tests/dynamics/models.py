@@ -1,6 +1,8 @@
 """Small test models for the dynamics tests (closed forms are known for each)."""
 from __future__ import annotations
 
+import math
+
 import kinedyn as kd
 
 G = 9.81
@@ -51,4 +53,43 @@ def loaded_planar() -> kd.System:
                 stiffness=30, damping=2.5, free_length=0.3, force="0.5*sin(t)")
     s.add_force("motor", "joint", joint="pin", function="0.8 + 0.1*t")
     s.add_force("thrust", "joint", joint="slide", function="-1.1")
+    return s
+
+
+def stiff_hanger(k: float = 1e6, zeta: float = 0.05, mass: float = 2.0, free: float = 0.5):
+    """A block on a vertical prismatic guide hanging from a very stiff spring-damper
+    (natural frequency sqrt(k/m) ~ 707 rad/s, damping ratio ``zeta``); rests at
+    y = -(free + m g / k)."""
+    s = kd.System("stiff-hanger", dim=2, gravity=[0, -G])
+    s.add_point("ground", "O", [0, 0])
+    s.add_vector("ground", "down", [0, -1])
+    s.add_body("block", mass=mass, inertia=0.01, position=[0, -free - 0.01],
+               points={"A": [0, 0]}, vectors={"down": [0, -1]})
+    s.add_joint("guide", "prismatic", "ground", "block", point_a="O", point_b="A",
+                axis_a="down", axis_b="down")
+    s.add_force("spring", "spring", body_a="ground", point_a="O", body_b="block", point_b="A",
+                stiffness=k, damping=2 * zeta * (k * mass) ** 0.5, free_length=free)
+    return s
+
+
+def parallelogram(redundant: bool = True) -> kd.System:
+    """Parallelogram linkage (cranks 0.5 m, ground and coupler 1 m, uniform 1 kg links) with a
+    third, middle crank making one loop redundant (Phi_q rank-deficient everywhere)."""
+    s = kd.System("parallelogram", dim=2, gravity=[0, -G])
+    for name, x in (("A", 0.0), ("E", 0.5), ("D", 1.0)):
+        s.add_point("ground", name, [x, 0])
+    th = 1.0
+    c, sn = 0.5 * math.cos(th), 0.5 * math.sin(th)
+    for name, x in (("crank1", 0.0), ("crank2", 1.0)) + ((("crank3", 0.5),) if redundant else ()):
+        s.add_body(name, mass=1.0, inertia=0.5**2 / 12, com=[0.25, 0], position=[x, 0],
+                   orientation=th, points={"A": [0, 0], "B": [0.5, 0]})
+    s.add_body("coupler", mass=1.0, inertia=1 / 12, com=[0.5, 0], position=[c, sn],
+               orientation=0.0, points={"B": [0, 0], "M": [0.5, 0], "C": [1.0, 0]})
+    s.add_joint("A", "revolute", "ground", "crank1", point_a="A", point_b="A")
+    s.add_joint("B", "revolute", "crank1", "coupler", point_a="B", point_b="B")
+    s.add_joint("D", "revolute", "ground", "crank2", point_a="D", point_b="A")
+    s.add_joint("C", "revolute", "crank2", "coupler", point_a="B", point_b="C")
+    if redundant:
+        s.add_joint("E", "revolute", "ground", "crank3", point_a="E", point_b="A")
+        s.add_joint("F", "revolute", "crank3", "coupler", point_a="B", point_b="M")
     return s

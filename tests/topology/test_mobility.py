@@ -13,6 +13,7 @@ from kinedyn.topology import Topology
 
 # mechanism mobility (without idle spins) and driver equations of every library model
 KNOWN = {"double-pendulum": (2, 0), "four-bar": (1, 0), "four-bar-driven": (1, 1),
+         "four-bar-hdca": (1, 0),
          "slider-crank": (1, 0), "slider-crank-driven": (1, 1), "3-rrr": (3, 0),
          "3-rrr-driven": (3, 3), "gough-stewart": (6, 0), "gough-stewart-driven": (6, 6),
          "stewart-paper": (6, 6), "stewart-paper-free": (6, 0),

@@ -4,12 +4,14 @@ Measured side by side in one run (medians of repeated runs on a shared, noisy ma
 
 * a full kinematic step (position by Newton-Raphson, velocity, acceleration) of the four-bar and
   both Stewart platforms, global formulation, dense (LAPACK) vs sparse (static-pivot LU), with
-  tolerance 1e-10 and with one Newton iteration per step (the paper's tEnd2 = 1);
+  tolerance 1e-10 and with one Newton iteration per step (the paper's tEnd2 = 1), and the same
+  tracking run with the NumPy reference kernels;
 * the Gough-Stewart forward kinematics (pose from six leg lengths) along a trajectory, compiled
   vs the same Newton iteration written in NumPy.
 """
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -17,6 +19,7 @@ import numpy as np
 
 from ..kinematics import Kinematics
 from ..kinematics.parallel import PlatformForwardKinematics
+from ..kinematics.reference import reference_simulate
 from ..model.rotations import euler_to_matrix
 from ..models import get
 from ..models.stewart import GS_BASE, GS_HOME, GS_PLATFORM
@@ -25,14 +28,32 @@ from .common import Report
 MODELS = ("four-bar-driven", "gough-stewart-driven", "stewart-paper")
 
 
-def _median_step_us(kin: Kinematics, t_end: float, dt: float, repeat: int) -> tuple[float, dict]:
+def _median_step_us(kin: Kinematics, t_end: float, dt: float,
+                    repeat: int) -> tuple[float, float, dict]:
+    """Median wall time and median CPU time of this thread per step (the CPU time does not
+    count the time the shared machine gives to other processes)."""
     kin.simulate(min(t_end, 10 * dt), dt)  # compile and warm up
-    samples = []
+    wall, cpu = [], []
     res = None
     for _ in range(repeat):
         res = kin.simulate(t_end, dt)
-        samples.append(res.summary["us_per_step"])
-    return float(np.median(samples)), res.summary
+        cpu.append(res.summary["cpu_us_per_step"])
+        wall.append(res.summary["us_per_step"])
+    return float(np.median(wall)), float(np.median(cpu)), res.summary
+
+
+def _median_reference_us(kin: Kinematics, steps: int, dt: float,
+                         repeat: int) -> tuple[float, float]:
+    """The same tracking run with the NumPy reference kernels
+    (:mod:`kinedyn.kinematics.reference`): median wall and CPU time per step."""
+    times = dt * np.arange(steps)
+    wall, cpu = [], []
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), time.thread_time()
+        reference_simulate(kin.f, kin.rows, kin.q_assembled, times, kin.tol, kin.max_iter)
+        wall.append((time.perf_counter() - t0) / steps * 1e6)
+        cpu.append((time.thread_time() - c0) / steps * 1e6)
+    return float(np.median(wall)), float(np.median(cpu))
 
 
 def numpy_forward_kinematics(base, platform, lengths, p, R, tol=1e-12, max_iter=20):
@@ -72,9 +93,16 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
             for label, opts in (("tol 1e-10", {}), ("1 iteration", {"fixed_iterations": True,
                                                                    "max_iter": 1})):
                 kin = Kinematics(model, solver=solver, **opts)
-                us, summary = _median_step_us(kin, t_end, dt, repeat)
+                us, cpu_us, summary = _median_step_us(kin, t_end, dt, repeat)
                 row[f"{solver}, {label} (us)"] = us
+                if not opts:
+                    row[f"{solver}, {label} (us CPU)"] = cpu_us
                 row["n_q"] = summary["coordinates"]
+                row.setdefault("Newton iterations per step", summary["iterations"]["mean"])
+        ref_us, ref_cpu = _median_reference_us(Kinematics(model), 10 if quick else 40, dt, repeat)
+        row["NumPy reference (us)"] = ref_us
+        row["NumPy reference (us CPU)"] = ref_cpu
+        row["reference / sparse (CPU)"] = ref_cpu / row["sparse, tol 1e-10 (us CPU)"]
         report.add_row("kinematic step (position + velocity + acceleration)", **row)
     # forward kinematics along a trajectory
     n = 2000 if quick else 20000
@@ -85,12 +113,14 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
     lengths = np.array([fk.leg_lengths(P[i], Rs[i]) for i in range(n)])
     fk.track(lengths[:10])
     samples = []
+    cpu = []
     for _ in range(repeat):
         fk = PlatformForwardKinematics(GS_BASE, GS_PLATFORM, P[0], Rs[0])
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         out_p, _, iters = fk.track(lengths)
         samples.append((time.perf_counter() - t0) / n * 1e6)
-    compiled_us = float(np.median(samples))
+        cpu.append((time.thread_time() - c0) / n * 1e6)
+    compiled_us, compiled_cpu = float(np.median(samples)), float(np.median(cpu))
     err = float(np.abs(out_p - P).max())
     base, plat = np.array(GS_BASE), np.array(GS_PLATFORM)
     m = min(n, 500)
@@ -109,7 +139,8 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
         fk_cold.solve(lengths[i])
     cold_us = (time.perf_counter() - t0) / len(range(0, n, max(1, n // 200))) * 1e6
     report.add_row("Gough-Stewart forward kinematics", method="compiled, tracking",
-                   us_per_solve=compiled_us, mean_iterations=float(iters.mean()),
+                   us_per_solve=compiled_us, us_CPU=compiled_cpu,
+                   mean_iterations=float(iters.mean()),
                    max_position_error_m=err)
     report.add_row("Gough-Stewart forward kinematics", method="compiled, from home pose",
                    us_per_solve=cold_us)
@@ -117,4 +148,7 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
                    us_per_solve=numpy_us, ratio_to_compiled=numpy_us / compiled_us)
     report.notes.append("Ratios are measured in this run; the anchors quoted in the settings "
                         "were measured elsewhere and are for orientation only.")
+    report.notes.append("(us) columns are wall time, (us CPU) the CPU time of the benchmark "
+                        f"thread; load average at the end: {os.getloadavg()[0]:.1f} on "
+                        f"{os.cpu_count()} cores (a shared machine inflates wall times).")
     return report

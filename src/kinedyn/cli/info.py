@@ -197,7 +197,26 @@ def _mobility(ctx) -> str:
     lines.append(f"  degrees of freedom left after drivers: {mob.dof}"
                  + (f" ({free} without idle spins)" if mob.idle else "")
                  + ("  (kinematically driven)" if free == 0 else ""))
+    lines.append(_jacobian_check(ctx, mob))
     return "\n".join(lines)
+
+
+def _jacobian_check(ctx, mob) -> str:
+    """Gruebler's count against the rank of the constraint Jacobian (natural coordinates)."""
+    from ..kinematics.mobility import jacobian_mobility, mechanism_mobility
+    own = mechanism_mobility(ctx.system, parameters(ctx.args))
+    driven = jacobian_mobility(ctx.model) if ctx.model.n_driver else own
+    where = ("at the assembled initial configuration" if own.assembled and driven.assembled
+             else "at the initial guess, which could not be assembled")
+    text = (f"  Jacobian rank check ({where}): mobility {own.dof}, left after drivers "
+            f"{driven.dof}")
+    extra = own.dof - mob.mobility
+    if extra == 0 and driven.dof == mob.dof:
+        return text + ": agrees"
+    if extra > 0:
+        return (text + f": {extra} more than Gruebler's count, so {extra} constraint equation(s) "
+                "are redundant (over-constrained geometry)")
+    return text + ": differs from Gruebler's count (a singular configuration?)"
 
 
 def _graph(ctx) -> str | None:

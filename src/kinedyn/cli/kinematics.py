@@ -91,7 +91,8 @@ def run(args) -> int:
     s = res.summary
     r = s["max_residual"]
     print(f"{model.name}: {s['steps']} steps of {s['dt']:g} s, {s['solver']} solver, "
-          f"{s['us_per_step']:.2f} us/step ({s['wall_time_s']:.3f} s), "
+          f"{s['us_per_step']:.2f} us/step ({s['cpu_us_per_step']:.2f} us CPU; "
+          f"{s['wall_time_s']:.3f} s), "
           f"Newton iterations mean {s['iterations']['mean']:.2f} max {s['iterations']['max']}")
     print(f"max residuals: position {r['position']:.2e}, velocity {r['velocity']:.2e}, "
           f"acceleration {r['acceleration']:.2e}")

@@ -11,20 +11,34 @@ def register(sub) -> None:
 
 
 def rows() -> list[list[str]]:
-    """One row per built-in model: name, dim, dof, driven, description."""
+    """One row per built-in model: name, dim, dof, driven, description.
+
+    dof is the mechanism's mobility from the rank of its constraint Jacobian (drivers removed),
+    which sees redundant constraints Gruebler's count misses; idle spins are shown apart.
+    """
     from .. import models
+    from ..kinematics.mobility import mechanism_mobility
     from ..topology import Topology
     out = []
     for name, info in models.MODELS.items():
-        mob = Topology(info.build().compile()).mobility
-        dof = str(mob.effective) + (f"+{len(mob.idle)} idle" if mob.idle else "")
-        out.append([name, f"{mob.dim}-D", dof, str(mob.drivers), info.summary])
+        system = info.build()
+        mob = Topology(system.compile()).mobility
+        dof = mechanism_mobility(system).dof - len(mob.idle)
+        text = str(dof) + (f"+{len(mob.idle)} idle" if mob.idle else "")
+        if dof != mob.effective:
+            text += f" (Gruebler {mob.effective})"
+        out.append([name, f"{mob.dim}-D", text, str(mob.drivers), info.summary])
     return out
 
 
 def run(args) -> int:
+    from ..models import FAMILIES
     from .info import _table
     print(_table(rows(), ["name", "dim", "dof", "driven", "description"]))
-    print("\n  dof: mobility of the mechanism; driven: equations its drivers prescribe "
-          "(dof - driven = 0: kinematically driven)")
+    print("\n  dof: mobility of the mechanism (rank of its constraint Jacobian); driven: "
+          "equations its drivers prescribe (dof - driven = 0: kinematically driven)")
+    if FAMILIES:
+        print("\n  families (N = size):")
+        for prefix, (_, summary) in FAMILIES.items():
+            print(f"  {prefix}<N>  {summary}")
     return 0

@@ -263,7 +263,7 @@ class Kinematics:
         chunk = max(1, n // 100) if progress else n
         start, last_failure = 0, -1
         self.reanalyses = 0
-        wall = _time.perf_counter()
+        wall, cpu = _time.perf_counter(), _time.thread_time()
         while start < n:
             stop = min(n, start + chunk)
             outs = (out_q, out_qd, out_qdd, out_res, out_iter)
@@ -295,8 +295,9 @@ class Kinematics:
             start = stop
             if progress:
                 progress(start, n)
-        wall = _time.perf_counter() - wall
-        return KinematicResults(self, times, out_q, out_qd, out_qdd, out_res, out_iter, wall)
+        wall, cpu = _time.perf_counter() - wall, _time.thread_time() - cpu
+        return KinematicResults(self, times, out_q, out_qd, out_qdd, out_res, out_iter, wall,
+                                cpu)
 
 
 import numba as nb  # noqa: E402

@@ -27,6 +27,7 @@ from ..formulations import protocol
 
 OK, SINGULAR, REPIVOT, NO_CONVERGENCE, LOST = 0, 1, 2, 3, 4
 DIVERGENCE = 1e3  # residual growth factor that means loss of assembly
+CHORD_RATE = 0.25  # chord iterations continue while each cuts the residual at least this much
 
 
 class Plan(NamedTuple):
@@ -110,6 +111,42 @@ def position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed):
 
 
 @nb.njit(cache=True, nogil=True)
+def position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed):
+    """Position problem along a trajectory: chord (modified Newton) iterations with the
+    factorisation the solver already holds - the Jacobian at the previous step's solution -
+    then one factorisation at the solution for the velocity and acceleration problems.
+
+    From an extrapolated guess the chord iteration contracts by about the relative change of
+    the Jacobian over one step, so it converges in as many iterations as Newton-Raphson but
+    factorises once per step instead of once per iteration plus once at the solution. If the
+    residual falls by less than ``CHORD_RATE`` per iteration (a large step, a fast change of
+    the Jacobian), it continues with full Newton-Raphson (:func:`position`) from there.
+    Same statuses and return values as :func:`position`.
+    """
+    it = 0
+    prev = np.inf
+    while True:
+        protocol.calc_phi(data, work, q, t, plan.rows, pw.phi)
+        err = max_abs(pw.phi)
+        if err != err or err == np.inf:
+            return LOST, it, err
+        if (fixed and it >= max_iter) or (not fixed and err <= tol):
+            protocol.calc_phi_q(data, work, q, t, plan.rows, pw.values)
+            return protocol.factorize(solver, swork, pw.values), it, err
+        if it >= max_iter or err > CHORD_RATE * prev:
+            st, more, err = position(data, work, solver, swork, plan, pw, q, t, tol,
+                                     max_iter - it, fixed)
+            return st, it + more, err
+        prev = err
+        for i in range(pw.phi.shape[0]):
+            pw.rhs[i] = -pw.phi[i]
+        protocol.solve(solver, swork, pw.rhs)
+        for i in range(plan.cols.shape[0]):
+            q[plan.cols[i]] += pw.rhs[i]
+        it += 1
+
+
+@nb.njit(cache=True, nogil=True)
 def velocity(data, work, solver, swork, plan, pw, q, qd, t):
     """Solve the velocity problem with the current factorisation; qd[cols] updated."""
     protocol.calc_phi_t(data, work, q, t, plan.rows, pw.rhs)
@@ -139,19 +176,31 @@ def run(data_, work_, solver_, swork_, plan_, pw_, times, q, qd, qdd, start, sto
     """Steps ``start..stop-1`` of a kinematic simulation over ``times``.
 
     ``q, qd, qdd`` hold the state of step ``start - 1`` (or the assembled guess when
-    ``start == 0``) and are updated in place. Each step predicts q by a second-order Taylor
-    extrapolation (tracking mode), solves positions, velocities and accelerations, and writes
-    row ``k`` of the outputs. Returns ``(status, step)``: the first failing step, or ``stop``.
+    ``start == 0``) and are updated in place. Each step predicts q by a third-order Taylor
+    extrapolation (tracking mode; the jerk from the accelerations of the last two steps, read
+    back from ``out_qdd``), solves positions - by chord iterations (:func:`position_tracking`)
+    after the first step, unless ``fixed``: then by exactly ``max_iter`` Newton-Raphson
+    iterations, as in the paper - then velocities and accelerations, and writes row ``k``.
+    Returns ``(status, step)``: the first failing step, or ``stop``.
     """
     data, work, solver, swork = unmanaged(data_), unmanaged(work_), unmanaged(solver_), unmanaged(swork_)
     plan, pw = unmanaged(plan_), unmanaged(pw_)
     for k in range(start, stop):
         t = times[k]
-        if extrapolate and k > 0:
+        if extrapolate and k > 1:  # third order: the jerk from the last two accelerations
+            h = t - times[k - 1]
+            c = h * h * h / (6.0 * (times[k - 1] - times[k - 2]))
+            for i in range(q.shape[0]):
+                q[i] += h * qd[i] + 0.5 * h * h * qdd[i] + c * (qdd[i] - out_qdd[k - 2, i])
+        elif extrapolate and k > 0:
             h = t - times[k - 1]
             for i in range(q.shape[0]):
                 q[i] += h * qd[i] + 0.5 * h * h * qdd[i]
-        st, it, err = position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed)
+        if k == start or fixed:  # no factorisation held yet / the paper's Newton iterations
+            st, it, err = position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed)
+        else:
+            st, it, err = position_tracking(data, work, solver, swork, plan, pw, q, t, tol,
+                                            max_iter, fixed)
         if st != OK:
             return st, k
         velocity(data, work, solver, swork, plan, pw, q, qd, t)

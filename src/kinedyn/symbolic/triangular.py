@@ -61,11 +61,12 @@ class Step:
             if self.alternative is None:
                 return sp.cancel(-b / a)
             a2, b2 = self._coeffs(self.alternative, self.var, 1)
-            return sp.Piecewise((sp.cancel(-b / a), sp.Abs(a) >= sp.Abs(a2)), (sp.cancel(-b2 / a2), True))
+            return sp.Piecewise((sp.cancel(-b / a), sp.Ge(sp.Abs(a, evaluate=False), sp.Abs(a2, evaluate=False), evaluate=False)),
+                                (sp.cancel(-b2 / a2), True))
         if not self.track:
             return self._root(self.branch)
         rp, rm, ref = self._root(1), self._root(-1), self.reference
-        return sp.Piecewise((rp, sp.Abs(rp - ref) <= sp.Abs(rm - ref)), (rm, True))
+        return sp.Piecewise((rp, sp.Le(sp.Abs(rp - ref, evaluate=False), sp.Abs(rm - ref, evaluate=False), evaluate=False)), (rm, True))
 
     @property
     def reference(self) -> sp.Symbol:
@@ -86,7 +87,7 @@ def _sqrt(d):
     """sqrt(max(d, 0)): a double root whose discriminant rounds below zero stays real; a
     clearly negative one (no real assembly) shows as a constraint residual, which the
     analyses check."""
-    return sp.sqrt(d) if d.is_number else sp.sqrt(sp.Max(d, 0))
+    return sp.sqrt(d) if d.is_number else sp.sqrt(sp.Max(d, 0, evaluate=False))
 
 
 def _normalised(g):
@@ -299,15 +300,21 @@ def _choose_branches(system, block, q0, t=0.0, track=True):
             val[c.symbol] = q0[i]
     val[T] = t
     ref = dict(val)
+
+    def num(e):
+        e = e.xreplace({r: val[sp.Symbol(r.name[4:], real=True)] for r in e.free_symbols
+                        if r.name.startswith("ref_")})
+        syms = sorted(e.free_symbols, key=str)
+        return complex(sp.lambdify(syms, e, "numpy")(*[val[x] for x in syms]))
+
     for step in block.steps:
         if step.degree == 2:
             roots = []
             for sgn in (1, -1):
-                step.branch = sgn
-                r = complex(step.expr.evalf(subs=val))
+                r = num(step._root(sgn).replace(lambda x: isinstance(x, sp.Max), lambda x: [a for a in x.args if a != 0][0]))
                 roots.append((abs(r - ref[step.var]), sgn, r.real))
             _, step.branch, value = min(roots)
             step.track = track
         else:
-            value = float(step.expr.evalf(subs=val))
+            value = num(step.expr).real
         val[step.var] = value

@@ -64,8 +64,11 @@ def draw_topology(topology, path, *, title: str | None = None) -> Path:
         a, b = int(m.joint_body_a[j]), int(m.joint_body_b[j])
         pairs.setdefault((min(a, b), max(a, b)), []).append(j)
     for (a, b), joints in pairs.items():
+        d = pos[b] - pos[a]
+        # an edge along a layer that skips bodies bends so as not to run through them
+        bend = 0.35 if abs(d[1]) < 1e-9 and abs(d[0]) > 1.01 else 0.0
         for k, j in enumerate(joints):
-            rad = 0.3 * (k - (len(joints) - 1) / 2)
+            rad = bend + 0.3 * (k - (len(joints) - 1) / 2)
             colour = "tab:red" if j in cuts else _LOOP_COLOURS[loop_of[j] % len(_LOOP_COLOURS)] \
                 if j in loop_of else "0.45"
             style = "--" if j in cuts else "-"

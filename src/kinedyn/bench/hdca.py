@@ -1,0 +1,153 @@
+"""``kinedyn bench hdca``: µs per state-derivative evaluation of the N-link cart-pendulum.
+
+Measured side by side in one run (medians of repeats; each sample is a compiled loop of many
+evaluations at the initial state, so no Python is timed):
+
+* HDCA serial, HDCA parallel (tree levels of at least ``MIN_PARALLEL`` nodes split over the Numba
+  threads), HDCA in float32 (serial);
+* the dense O(N^3) solution of the same chain: CRBA mass matrix, RNEA bias, LAPACK solve
+  (:mod:`kinedyn.formulations.hamiltonian.dense`), up to ``DENSE_MAX`` links;
+* log-log slopes of each column, fitted for N >= 64;
+* float32 against float64 over a simulated run (RK4): energy drift, loop closure, joint angles.
+
+Anchors (measured elsewhere on this kind of machine, for orientation only): Pinocchio's ABA
+94 us at N = 256 (slope 1.0); MuJoCo 860 us at N = 256 (dense, slope -> 3), refuses N = 1024.
+Target: HDCA <= 94 us at N = 256, slope <= 1.05 up to N = 4096.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numba as nb
+import numpy as np
+
+from ..dynamics.hdca import HDCA
+from ..formulations.hamiltonian import Hamiltonian, hdca_derivative
+from ..formulations.hamiltonian.dense import make_dense, mass_and_bias
+from ..models import get
+from .common import Report, time_call
+
+MIN_PARALLEL = 128
+DENSE_MAX = 1024
+
+
+@nb.njit(cache=True, nogil=True)
+def _hdca_loop(data, work, q, p, qd, pd, n):
+    st = 0
+    for _ in range(n):
+        st |= hdca_derivative(data, work, q, p, qd, pd)
+    return st
+
+
+@nb.njit(cache=True, nogil=True)
+def _dense_loop(data, dw, q, qd, n):
+    out = np.zeros(q.shape[0])
+    for _ in range(n):
+        mass_and_bias(data, dw.chain, dw, q, qd)
+        out += np.linalg.solve(dw.M, -dw.b)
+    return out
+
+
+def _per_eval_us(fn, evals: int, repeat: int) -> float:
+    return time_call(fn, repeat=repeat, min_time=0.02)["median"] / evals * 1e6
+
+
+def _load() -> str:
+    try:
+        return "load average %.1f / %.1f / %.1f (1/5/15 min)" % os.getloadavg()
+    except OSError:
+        return "unknown"
+
+
+
+def slope(rows, key, n_min=64) -> float | None:
+    pts = [(r["N"], r[key]) for r in rows if r["N"] >= n_min and r.get(key)]
+    if len(pts) < 2:
+        return None
+    x, y = np.log(np.array(pts, float)).T
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def scaling_rows(sizes, repeat: int) -> list[dict]:
+    rows = []
+    for n in sizes:
+        h = Hamiltonian(get(f"cart-pendulum-{n}").compile())
+        rng = np.random.default_rng(n)
+        q = h.q0 + 0.1 * rng.normal(size=h.n_j)
+        p = rng.normal(size=h.n_j)
+        evals = max(1, 4000 // n)
+        row = {"N": n, "tree_depth": h.tree.depth}
+        for key, data in (("hdca_serial_us", h.make_data(None)),
+                          ("hdca_parallel_us", h.make_data(MIN_PARALLEL)),
+                          ("hdca_float32_us", h.make_data(None, "float32"))):
+            dt = data.mass.dtype
+            args = (data, h.make_work(data), q.astype(dt), p.astype(dt), np.zeros(h.n_j, dt),
+                    np.zeros(h.n_j, dt))
+            row[key] = _per_eval_us(lambda: _hdca_loop(*args, evals), evals, repeat)
+        if n <= DENSE_MAX:
+            data = h.make_data(None)
+            _, dw = make_dense(data, h.make_work(data))
+            qd = h.state_derivative(q, p)[0]
+            dense_evals = max(1, evals // 8)
+            row["dense_us"] = _per_eval_us(lambda: _dense_loop(data, dw, q, qd, dense_evals),
+                                           dense_evals, repeat)
+            row["dense_over_hdca"] = row["dense_us"] / row["hdca_serial_us"]
+        row["parallel_speedup"] = row["hdca_serial_us"] / row["hdca_parallel_us"]
+        rows.append(row)
+    return rows
+
+
+def precision_rows(t_end: float) -> list[dict]:
+    rows = []
+    for name in ("double-pendulum", "four-bar-hdca", "cart-pendulum-64"):
+        m = get(name).compile()
+        r64 = HDCA(m).simulate(t_end, 1e-3, record_every=10)
+        r32 = HDCA(m, precision="float32").simulate(t_end, 1e-3, record_every=10)
+        row = {"model": name, "t_end_s": t_end,
+               "energy_drift_f64_J": r64.summary["energy"]["max_drift"],
+               "energy_drift_f32_J": r32.summary["energy"]["max_drift"],
+               "max_abs_q32_minus_q64": float(np.abs(r32.q - r64.q).max())}
+        if r64.h.closed:
+            row["loop_closure_f64_m"] = r64.summary["max_loop_closure"]["position"]
+            row["loop_closure_f32_m"] = r32.summary["max_loop_closure"]["position"]
+            row["angle_closure_f32_rad"] = r32.summary["max_loop_closure"]["angle"]
+        rows.append(row)
+    return rows
+
+
+def run(quick: bool = False, out_dir: Path | None = None) -> Report:
+    sizes = [4, 16, 64, 256, 1024] if quick else [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048,
+                                                   4096]
+    repeat = 3 if quick else 7
+    report = Report("hdca", settings={
+        "model": "cart-pendulum-N (cart 0.8 kg, links 1 m 0.4 kg), random state near q0",
+        "timed": "one state-derivative evaluation (q, p) -> (qd, pd), compiled loop, median "
+                 f"of {repeat} samples",
+        "parallel": f"tree levels with >= {MIN_PARALLEL} nodes split over "
+                    f"{nb.get_num_threads()} Numba threads",
+        "dense": f"CRBA + RNEA + LAPACK solve, N <= {DENSE_MAX}",
+        "machine load at start": _load(),
+        "anchors": "Pinocchio ABA 94 us at N=256 (slope 1.0); MuJoCo 860 us at N=256 (dense); "
+                   "target HDCA <= 94 us at N=256, slope <= 1.05 to N=4096"})
+    rows = scaling_rows(sizes, repeat)
+    for r in rows:
+        report.add_row("time per evaluation vs N", **r)
+    for key in ("hdca_serial_us", "hdca_parallel_us", "hdca_float32_us", "dense_us"):
+        s = slope(rows, key)
+        if s is not None:
+            report.add_row("log-log slopes (N >= 64)", column=key, slope=s)
+    for r in precision_rows(1.0 if quick else 5.0):
+        report.add_row("float32 vs float64 (RK4, dt = 1 ms)", **r)
+    if out_dir is not None:
+        from ..viz.hdca import scaling_plot
+        path = scaling_plot(rows, {"hdca_serial_us": "HDCA serial",
+                                   "hdca_parallel_us": "HDCA parallel",
+                                   "hdca_float32_us": "HDCA float32",
+                                   "dense_us": "dense O(N^3)"},
+                            Path(out_dir) / "hdca_scaling.png",
+                            "cart-pendulum-N: state-derivative evaluation")
+        report.notes.append(f"log-log plot: {path}")
+    report.notes.append("The machine is shared (2 cores, several users): parallel timings "
+                        "include waiting for a free core; ratios are from this run only.")
+    return report

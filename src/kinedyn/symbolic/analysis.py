@@ -1,0 +1,113 @@
+"""Kinematic analysis with a symbolic position solver (thesis chapter 4 kinematic runs).
+
+:class:`TriangularKinematics` is the ``position_solver="triangular"`` counterpart of
+:class:`kinedyn.kinematics.Kinematics`: same ``simulate(t_end, dt)`` call, a
+:class:`~kinedyn.io.results.Results` with ``body.<name>.angle`` channels (the natural
+formulation's names), ``coordinate.<name>`` channels and ``residual.position``. The position
+solver can be switched to the Newton baselines on the same generated code
+(``"blocks"``: per loop, ``"newton"``: all at once) for honest comparisons.
+"""
+from __future__ import annotations
+
+import time as _time
+
+import numpy as np
+
+from ..errors import AssemblyError, ConvergenceError, ModelError, UnknownNameError
+from ..io.results import Results
+from ..model.compiled import CompiledModel
+from .equations import ConstraintSystem, planar_coordinates
+from .kernels import generate
+from .triangular import make_plan
+
+POSITION_SOLVERS = {"triangular": 0, "blocks": 1, "newton": 2}
+
+
+class TriangularKinematics:
+    """Kinematics of a fully driven model with generated kernels.
+
+    model: CompiledModel (planar joint coordinates, ``absolute`` bodies in mixed coordinates)
+    or a :class:`ConstraintSystem` with ``inputs``. position_solver: ``triangular`` (default),
+    ``blocks`` or ``newton``. tol / max_iter apply to Newton (baselines and blocks the plan
+    iterates). Plan options (``time_limit``, ``sine_first``, ``track``, ``order``) go to
+    :func:`make_plan`.
+    """
+
+    def __init__(self, model, *, position_solver: str = "triangular", absolute=(),
+                 tol: float = 1e-10, max_iter: int = 20, plan=None, **plan_options):
+        if position_solver not in POSITION_SOLVERS:
+            raise UnknownNameError("position solver", position_solver, POSITION_SOLVERS)
+        if isinstance(model, CompiledModel):
+            model = planar_coordinates(model, absolute=absolute)
+        if not isinstance(model, ConstraintSystem):
+            raise ModelError("TriangularKinematics needs a CompiledModel or a ConstraintSystem")
+        if set(model.inputs) != set(model.independent):
+            raise ModelError(f"{model.name}: kinematic analysis needs every independent "
+                             "coordinate driven; use dynamics for free mechanisms")
+        self.system = model
+        self.position_solver = position_solver
+        self.tol, self.max_iter = float(tol), int(max_iter)
+        start = _time.perf_counter()
+        self.plan = plan or make_plan(model, **plan_options)
+        self.plan_seconds = _time.perf_counter() - start
+        start = _time.perf_counter()
+        self.generated = generate(model, self.plan)
+        self.generation_seconds = _time.perf_counter() - start
+        self._warm_up()
+
+    @property
+    def operations(self) -> dict:
+        return self.generated.operations
+
+    def _warm_up(self):
+        self.simulate(0.0, 1.0, _warm=True)
+
+    def simulate(self, t_end: float, dt: float, *, t0: float = 0.0, _warm: bool = False) -> Results:
+        if not dt > 0 or not (t_end > t0 or _warm):
+            raise ModelError(f"need dt > 0 and t_end > t0, got dt={dt}, t0={t0}, t_end={t_end}")
+        n = int(round((t_end - t0) / dt)) + 1
+        times = t0 + dt * np.arange(n)
+        sys_ = self.system
+        Q, QD, QDD = (np.zeros((n, sys_.n_q)) for _ in range(3))
+        res, it = np.zeros(n), np.zeros(n, np.int64)
+        q = sys_.q0.copy()
+        mode = POSITION_SOLVERS[self.position_solver]
+        wall = _time.perf_counter()
+        k = self.generated.module.run(mode, times, q, Q, QD, QDD, res, it, self.tol,
+                                      self.max_iter, mode > 0)
+        wall = _time.perf_counter() - wall
+        if k >= 0:
+            raise ConvergenceError(f"{sys_.name}: the {self.position_solver} position solver "
+                                   f"failed", time=float(times[k]),
+                                   constraints=list(sys_.constraint_names[:3]))
+        worst = float(res.max())
+        if mode == 0 and worst > 1e-8:
+            i = int(res.argmax())
+            raise AssemblyError(f"{sys_.name}: the triangular solution leaves a residual of "
+                                f"{worst:.3g} (no real assembly for these inputs)",
+                                time=float(times[i]), constraints=list(sys_.constraint_names[:3]))
+        summary = {"model": sys_.name, "analysis": "kinematics", "formulation": "symbolic",
+                   "position_solver": self.position_solver, "coordinates": sys_.n_q,
+                   "constraints": sys_.n_c, "steps": n, "dt": dt, "wall_time_s": wall,
+                   "us_per_step": wall / n * 1e6, "max_residual": {"position": worst},
+                   "plan": self.plan.report(), "plan_seconds": self.plan_seconds,
+                   "generation_seconds": self.generation_seconds,
+                   "operations": self.operations.get("position_triangular", {})}
+        return Results(times, _channels(sys_, Q, QD, QDD, res, it), summary)
+
+
+def _channels(system, Q, QD, QDD, res, it) -> dict:
+    ch = {}
+    for i, c in enumerate(system.coordinates):
+        q = np.unwrap(Q[:, i]) if c.angle else Q[:, i]
+        ch[f"coordinate.{c.name}"] = q
+        ch[f"coordinate.{c.name}_d"] = QD[:, i]
+        ch[f"coordinate.{c.name}_dd"] = QDD[:, i]
+        body, _, comp = c.name.partition(".")
+        if comp == "angle":
+            ch[f"body.{body}.angle"] = q
+            ch[f"body.{body}.angle_d"] = QD[:, i]
+            ch[f"body.{body}.angle_dd"] = QDD[:, i]
+    ch["residual.position"] = res
+    ch["iterations"] = it.astype(float)
+    return ch

@@ -1,0 +1,269 @@
+"""Embedded dynamics: one ODE per independent coordinate (thesis section 2.1.5, 3.4.1).
+
+With q = (q_d, q_i) and B = [-Phi_d^-1 Phi_i; I] (eq. 2.24), the velocities are
+q' = B q_i' + C (2.26), the accelerations q'' = B q_i'' + (B' q_i' + C') (2.27), and projecting
+M q'' + Phi_q^T lam = F onto B eliminates the multipliers:
+
+    (B^T M B) q_i'' = B^T (F - M (B' q_i' + C'))                          (2.28)
+
+B' q_i' + C' is the acceleration with q_i'' = 0, i.e. Phi_d z_d = gamma, z_i = 0. M and F are
+generated symbolically in the planar joint/mixed coordinates (M = sum m J_c^T J_c + I J_w^T J_w,
+F = gravity + applied forces - sum m J_c^T (J_c' q')), with global CSE; Phi_d, B and B^T M B
+are formed and LU-solved numerically at run time -- never a symbolic inverse of M. The dependent
+coordinates come from the triangular plan at every evaluation (or its Newton fall-back).
+Only q_i and q_i' are integrated (explicit Euler as in the thesis, or RK4).
+"""
+from __future__ import annotations
+
+import time as _time
+
+import numpy as np
+import sympy as sp
+
+from ..errors import ModelError, SolverError
+from ..io.results import Results
+from ..model.compiled import FRAME_CODE, JOINT_CODE, CompiledModel
+from .analysis import _channels
+from .codegen import Kernel
+from .equations import T, PlanarEquations, _function_expr, _vec, planar_coordinates
+from .kernels import _reads, coordinate_symbols, generate
+from .triangular import make_plan
+
+INTEGRATORS = {"euler": 0, "rk4": 1}
+
+
+def planar_mass_and_forces(eqs: PlanarEquations):
+    """M(q) (n x n), F(q, q', t) (n) and the potential energy V(q) of a planar model."""
+    m = eqs.model
+    q = sp.Matrix(eqs.q)
+    qd = sp.Matrix([sp.Symbol(f"{c.symbol.name}_d", real=True) for c in eqs.coordinates])
+    n = len(q)
+    M = sp.zeros(n, n)
+    F = sp.zeros(n, 1)
+    V = sp.Integer(0)
+    g = _vec(m.gravity, eqs.tol)
+    if m.spring_name or m.user_forces:
+        raise ModelError(f"{m.name}: the embedded symbolic dynamics support gravity, point and "
+                         "joint forces (springs and user forces are not generated yet)")
+    for b in range(1, m.n_body):
+        mass = sp.nsimplify(float(m.body_mass[b]), rational=True) if m.body_mass[b] else 0
+        inertia = float(m.body_inertia[b])
+        rc = eqs.point(b, m.body_com[b])
+        Jc = rc.jacobian(q)
+        Jw = sp.Matrix([eqs.body_angle[b]]).jacobian(q)
+        M += mass * (Jc.T * Jc) + sp.Float(inertia) * (Jw.T * Jw)
+        acc_v = (Jc * qd).jacobian(q) * qd                # J_c' q'
+        F += mass * Jc.T * (g - acc_v)
+        V -= mass * (g.T * rc)[0]
+    for k in range(len(m.joint_force_name)):
+        j, comp = int(m.joint_force_joint[k]), int(m.joint_force_component[k])
+        coord = eqs.joint_coordinate(j, comp)
+        F += _function_expr(m, int(m.joint_force_function[k])) * sp.Matrix([coord]).jacobian(q).T
+    for k in range(len(m.point_force_name)):
+        b, p = int(m.point_force_body[k]), int(m.point_force_point[k])
+        f = sp.Matrix([_function_expr(m, int(fid)) for fid in m.point_force_function[k]])
+        if int(m.point_force_frame[k]) == FRAME_CODE["body"]:
+            f = eqs.body_R[b] * f
+        F += eqs.point(b, m.point_local[p]).jacobian(q).T * f
+    return M, F, V, qd
+
+
+class EmbeddedDynamics:
+    """Forward dynamics by embedding with a triangular (or block-triangular) position solver.
+
+    model: CompiledModel of a planar mechanism (``absolute``: bodies in absolute coordinates);
+    independent: coordinate names (default: the first f in traversal order); integrator:
+    ``euler`` (thesis) or ``rk4``; initial: {coordinate name: start value} (the dependent
+    ones follow from the plan); qd0: full initial velocities (made consistent); position_solver ``triangular`` | ``blocks`` | ``newton``
+    (the Newton baselines on the same generated code). Plan options go to :func:`make_plan`.
+    """
+
+    def __init__(self, model: CompiledModel, *, absolute=(), independent=None,
+                 integrator: str = "rk4", position_solver: str = "triangular",
+                 tol: float = 1e-12, max_iter: int = 20, initial=None, qd0=None, **plan_options):
+        from .analysis import POSITION_SOLVERS
+        if integrator not in INTEGRATORS:
+            raise ModelError(f"unknown integrator {integrator!r}; known: {', '.join(INTEGRATORS)}")
+        if position_solver not in POSITION_SOLVERS:
+            raise ModelError(f"unknown position solver {position_solver!r}; known: "
+                             f"{', '.join(POSITION_SOLVERS)}")
+        eqs = planar_coordinates(model, absolute=absolute, independent=independent)
+        if eqs.inputs:
+            raise ModelError(f"{model.name}: embedded dynamics needs a model without drivers "
+                             "(drivers fix the independent coordinates; use kinematics)")
+        for name, value in (initial or {}).items():  # independent coordinates' start values
+            eqs.q0[eqs.index(name)] = float(value)
+        self.system = eqs
+        self.integrator, self.mode = integrator, POSITION_SOLVERS[position_solver]
+        self.position_solver = position_solver
+        self.tol, self.max_iter = float(tol), int(max_iter)
+        start = _time.perf_counter()
+        self.plan = make_plan(eqs, **plan_options)
+        self.plan_seconds = _time.perf_counter() - start
+        start = _time.perf_counter()
+        M, F, V, qd_sym = planar_mass_and_forces(eqs)
+        qs, qds, sub = coordinate_symbols(eqs)
+        sub.update({a: b for a, b in zip(qd_sym, qds)})
+        tt = sp.Symbol("t")
+        sub[T] = tt
+        n = eqs.n_q
+        Ms = M.xreplace(sub)
+        kernels = [
+            Kernel("mass", ("q", "M"), _reads(qs),
+                   [(f"M[{i}, {j}]", Ms[i, j]) for i in range(n) for j in range(n) if Ms[i, j] != 0]),
+            Kernel("forces", ("q", "qd", "t", "F"), _reads(qs, qds),
+                   [(f"F[{i}]", sp.expand(F[i].xreplace(sub))) for i in range(n)]),
+            Kernel("potential", ("q",), _reads(qs), [("V", V.xreplace(sub))], returns="V"),
+        ]
+        self.generated = generate(eqs, self.plan, name=f"{model.name}_embedded",
+                                  extra_kernels=kernels, extra_source=_EMBEDDED)
+        self.generation_seconds = _time.perf_counter() - start
+        self.q_initial = self.plan.solve(eqs.q0)
+        self.qd_initial = np.zeros(n) if qd0 is None else np.asarray(qd0, float)
+        mod = self.generated.module
+        q, qd = self.q_initial.copy(), self.qd_initial.copy()
+        mod.complete(q, qd, 0.0, 0, 1e-12, 20)   # consistent dependent velocities
+        self.qd_initial = qd
+        self.simulate(0.0, 1e-3, _warm=True)
+
+    @property
+    def operations(self) -> dict:
+        return self.generated.operations
+
+    def simulate(self, t_end: float, dt: float, *, _warm: bool = False) -> Results:
+        """Fixed-step run; channels as :class:`TriangularKinematics` plus ``energy``."""
+        n_steps = int(round(t_end / dt))
+        if not dt > 0 or (n_steps < 1 and not _warm):
+            raise ModelError(f"need dt > 0 and t_end >= dt, got dt={dt}, t_end={t_end}")
+        times = dt * np.arange(n_steps + 1)
+        n = self.system.n_q
+        Q, QD, QDD = (np.zeros((n_steps + 1, n)) for _ in range(3))
+        res, energy = np.zeros(n_steps + 1), np.zeros(n_steps + 1)
+        it = np.zeros(n_steps + 1, np.int64)
+        q, qd = self.q_initial.copy(), self.qd_initial.copy()
+        wall = _time.perf_counter()
+        k = self.generated.module.run_embedded(INTEGRATORS[self.integrator], self.mode, times, q, qd,
+                                               Q, QD, QDD, res, energy, it, self.tol, self.max_iter)
+        wall = _time.perf_counter() - wall
+        if k >= 0:
+            raise SolverError(f"{self.system.name}: the {self.position_solver} position solver "
+                              "failed in the embedded dynamics", time=float(times[k]),
+                              constraints=list(self.system.constraint_names[:3]))
+        ch = _channels(self.system, Q, QD, QDD, res, it)
+        ch["energy"] = energy
+        summary = {"model": self.system.name, "analysis": "dynamics", "method": "embedded",
+                   "integrator": self.integrator, "position_solver": self.position_solver,
+                   "dt": dt, "steps": n_steps, "wall_time_s": wall,
+                   "ms_per_simulated_second": wall * 1e3 / max(t_end, 1e-300),
+                   "max_residual": {"position": float(res.max())},
+                   "energy_drift": float(np.abs(energy - energy[0]).max()),
+                   "plan": self.plan.report(), "plan_seconds": self.plan_seconds,
+                   "generation_seconds": self.generation_seconds,
+                   "independent": [self.system.coordinates[i].name for i in self.system.independent]}
+        return Results(times, ch, summary)
+
+
+_EMBEDDED = '''
+@njit(cache=True)
+def complete(q, qd, t, mode, tol, max_iter):
+    """Dependent positions and velocities from the independent ones; -1 on failure."""
+    it = position(mode, q, t, tol, max_iter)
+    if it < 0:
+        return -1
+    J = np.zeros((NC_, NQ_))
+    velocity(q, qd, t, J, np.zeros(NC_))
+    return it
+
+
+@njit(cache=True)
+def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd):
+    """(B^T M B) qdd_i = B^T (F - M z) (eq. 2.28); q, qd: independent parts in, full out."""
+    it = position(mode, q, t, tol, max_iter)
+    if it < 0:
+        return -1
+    J = np.zeros((NC_, NQ_))
+    pt = np.zeros(NC_)
+    velocity(q, qd, t, J, pt)
+    Jd = J[:, DEP]
+    Ji = np.zeros((NC_, IND.shape[0]))
+    for a in range(IND.shape[0]):
+        Ji[:, a] = J[:, IND[a]]
+    Bd = -np.linalg.solve(Jd, Ji)                  # numeric LU, never a symbolic inverse
+    B = np.zeros((NQ_, IND.shape[0]))
+    for a in range(DEP.shape[0]):
+        B[DEP[a], :] = Bd[a, :]
+    for a in range(IND.shape[0]):
+        B[IND[a], a] = 1.0
+    g = np.zeros(NC_)
+    gamma(q, qd, t, g)
+    zd = np.linalg.solve(Jd, g)                    # B' qd_i + C'
+    z = np.zeros(NQ_)
+    for a in range(DEP.shape[0]):
+        z[DEP[a]] = zd[a]
+    M = np.zeros((NQ_, NQ_))
+    mass(q, M)
+    F = np.zeros(NQ_)
+    forces(q, qd, t, F)
+    BtM = B.T @ M
+    acc = np.linalg.solve(BtM @ B, B.T @ F - BtM @ z)
+    qdd[:] = B @ acc + z
+    for a in range(IND.shape[0]):
+        qi_dot[a] = qd[IND[a]]
+        qi_ddot[a] = acc[a]
+    return it
+
+
+@njit(cache=True)
+def run_embedded(integ, mode, times, q, qd, Q, QD, QDD, RES, ENERGY, ITER, tol, max_iter):
+    nf = IND.shape[0]
+    k1 = np.zeros(2 * nf)
+    k2 = np.zeros(2 * nf)
+    k3 = np.zeros(2 * nf)
+    k4 = np.zeros(2 * nf)
+    y = np.zeros(2 * nf)
+    qdd = np.zeros(NQ_)
+    r = np.zeros(NC_)
+    M = np.zeros((NQ_, NQ_))
+    a1 = np.zeros(nf)
+    a2 = np.zeros(nf)
+    for a in range(nf):
+        y[a] = q[IND[a]]
+        y[nf + a] = qd[IND[a]]
+    for k in range(times.shape[0]):
+        t = times[k]
+        for a in range(nf):
+            q[IND[a]] = y[a]
+            qd[IND[a]] = y[nf + a]
+        it = embedded_rhs(mode, q, qd, t, tol, max_iter, a1, a2, qdd)
+        if it < 0:
+            return k
+        k1[:nf] = a1
+        k1[nf:] = a2
+        Q[k] = q
+        QD[k] = qd
+        QDD[k] = qdd
+        phi(q, t, r)
+        RES[k] = np.abs(r).max()
+        mass(q, M)
+        ENERGY[k] = 0.5 * qd @ (M @ qd) + potential(q)
+        ITER[k] = it
+        if k == times.shape[0] - 1:
+            break
+        h = times[k + 1] - t
+        if integ == 0:
+            y += h * k1
+            continue
+        for stage in range(3):
+            yy = y + (0.5 * h if stage < 2 else h) * (k1 if stage == 0 else (k2 if stage == 1 else k3))
+            for a in range(nf):
+                q[IND[a]] = yy[a]
+                qd[IND[a]] = yy[nf + a]
+            ts = t + (0.5 * h if stage < 2 else h)
+            if embedded_rhs(mode, q, qd, ts, tol, max_iter, a1, a2, qdd) < 0:
+                return k
+            kk = k2 if stage == 0 else (k3 if stage == 1 else k4)
+            kk[:nf] = a1
+            kk[nf:] = a2
+        y += h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+    return -1
+'''

@@ -1,0 +1,236 @@
+"""Generated kernels of a constraint system and its plan: Phi, Phi_q, Phi_t, gamma, the
+kinematic inputs, and three position solvers with the same interface --
+
+* ``position_triangular``: the plan (closed forms; Newton only on blocks the plan iterates),
+* ``position_blocks``: Newton block by block (the thesis's "separate Newton", per loop/leg),
+* ``position_newton``: Newton on all dependent coordinates at once ("single Newton"),
+
+each ``f(q, t, tol, max_iter) -> iterations`` (-1: failed) updating q in place, plus ``run``:
+a whole kinematic simulation in one compiled call (position, velocity, acceleration).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from .codegen import Kernel, build_module
+from .equations import T, ConstraintSystem
+from .triangular import Plan
+
+
+def coordinate_symbols(system: ConstraintSystem):
+    """q{i}, qd{i} symbols and the substitution from the system's symbols to them."""
+    q = [sp.Symbol(f"q{i}", real=True) for i in range(system.n_q)]
+    qd = [sp.Symbol(f"qd{i}", real=True) for i in range(system.n_q)]
+    sub = {c.symbol: q[i] for i, c in enumerate(system.coordinates)}
+    for i, c in enumerate(system.coordinates):
+        if c.angle:
+            s_, c_ = sp.Symbol(f"s_{c.symbol.name}", real=True), sp.Symbol(f"c_{c.symbol.name}", real=True)
+            sub[s_], sub[c_] = sp.sin(q[i]), sp.cos(q[i])
+            sub[sp.Symbol(f"ref_{s_.name}", real=True)] = sp.sin(q[i])
+            sub[sp.Symbol(f"ref_{c_.name}", real=True)] = sp.cos(q[i])
+        else:
+            sub[sp.Symbol(f"ref_{c.symbol.name}", real=True)] = q[i]
+    return q, qd, sub
+
+
+def _reads(q, qd=None):
+    out = {s: f"q[{i}]" for i, s in enumerate(q)}
+    if qd is not None:
+        out.update({s: f"qd[{i}]" for i, s in enumerate(qd)})
+    return out
+
+
+def _triangular_outputs(system, block, sub):
+    """Inline the block's steps into one expression per unknown coordinate."""
+    val = {}
+    for var, expr in block.assignments(system):
+        val[var] = expr.xreplace(val)
+    out = []
+    for i in block.unknowns:
+        sym = system.coordinates[i].symbol
+        out.append((f"q[{i}]", val[sym].xreplace(sub)))
+    return out
+
+
+@dataclass
+class GeneratedKinematics:
+    module: object
+    operations: dict
+    dependent: np.ndarray
+    independent: np.ndarray
+
+
+def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
+             with_gamma: bool = True, extra_kernels=(), extra_source: str = "") -> GeneratedKinematics:
+    q, qd, sub = coordinate_symbols(system)
+    rq = {**_reads(q), sp.Symbol("t"): "t"}
+    phi = [e.xreplace(sub).xreplace({T: sp.Symbol("t")}) for e in system.phi]
+    tt = sp.Symbol("t")
+    Jq = sp.Matrix(phi).jacobian(q)
+    kernels = [Kernel("phi", ("q", "t", "out"), _reads(q), [(f"out[{i}]", e) for i, e in enumerate(phi)]),
+               Kernel("phi_q", ("q", "t", "J"), _reads(q),
+                      [(f"J[{i}, {j}]", Jq[i, j]) for i in range(Jq.rows) for j in range(Jq.cols)
+                       if Jq[i, j] != 0]),
+               Kernel("phi_t", ("q", "t", "out"), _reads(q),
+                      [(f"out[{i}]", sp.diff(e, tt)) for i, e in enumerate(phi)])]
+    if with_gamma:
+        qdv = sp.Matrix(qd)
+        Jqd = Jq * qdv
+        gam = -(Jqd.jacobian(q) * qdv) - 2 * sp.diff(Jq, tt) * qdv - sp.Matrix(phi).diff(tt, 2)
+        kernels.append(Kernel("gamma", ("q", "qd", "t", "out"), _reads(q, qd),
+                              [(f"out[{i}]", sp.expand(e)) for i, e in enumerate(gam)]))
+    inputs = []
+    for i, f in system.inputs.items():
+        f = f.xreplace({T: tt})
+        inputs += [(f"q[{i}]", f), (f"qd[{i}]", sp.diff(f, tt)), (f"qdd[{i}]", sp.diff(f, tt, 2))]
+    kernels.append(Kernel("inputs", ("t", "q", "qd", "qdd"), {}, inputs))
+    extra = []
+    calls_tri, calls_blk = [], []
+    for k, block in enumerate(plan.blocks):
+        eqs, unk = list(block.equations), list(block.unknowns)
+        sub_J = Jq.extract(eqs, unk)
+        kernels.append(Kernel(f"res_{k}", ("q", "t", "r"), _reads(q),
+                              [(f"r[{a}]", phi[i]) for a, i in enumerate(eqs)]))
+        kernels.append(Kernel(f"jac_{k}", ("q", "t", "J"), _reads(q),
+                              [(f"J[{a}, {b}]", sub_J[a, b]) for a in range(len(eqs))
+                               for b in range(len(unk)) if sub_J[a, b] != 0]))
+        extra.append(_newton_source(f"newton_{k}", f"res_{k}", f"jac_{k}", unk))
+        calls_blk.append(f"newton_{k}")
+        if block.kind == "triangular":
+            kernels.append(Kernel(f"tri_{k}", ("q", "t"), _reads(q),
+                                  _triangular_outputs(system, block, sub)))
+            calls_tri.append(f"tri_{k}")
+        else:
+            calls_tri.append(f"newton_{k}")
+    dep = np.array(system.dependent, np.int64)
+    ind = np.array(system.independent, np.int64)
+    extra.append(_position_source("position_triangular", calls_tri, plan))
+    extra.append(_position_source("position_blocks", calls_blk, plan, newton=True))
+    extra.append(_newton_source("position_newton", "phi", "phi_q", list(dep), full=True))
+    extra.append(_RUN)
+    extra.append(extra_source)
+    kernels += list(extra_kernels)
+    header = f"DEP = np.array({list(map(int, dep))}, dtype=np.int64)\nIND = np.array({list(map(int, ind))}, dtype=np.int64)\nNQ_ = {system.n_q}\nNC_ = {system.n_c}"
+    module, ops = build_module(name or system.name, kernels, "\n".join(extra), header)
+    tri_ops = _sum_ops([ops[f"tri_{k}"] for k, b in enumerate(plan.blocks) if b.kind == "triangular"])
+    ops["position_triangular"] = tri_ops
+    return GeneratedKinematics(module, ops, dep, ind)
+
+
+def _sum_ops(items):
+    out = {}
+    for d in items:
+        for k, v in d.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def _newton_source(name, res, jac, unknowns, full=False):
+    """Newton-Raphson on ``unknowns`` with generated residual and Jacobian (dense LU)."""
+    n = len(unknowns)
+    cols = "DEP" if full else f"np.array({[int(u) for u in unknowns]}, dtype=np.int64)"
+    rows = "NC_" if full else str(n)
+    jshape = "(NC_, NQ_)" if full else f"({n}, {n})"
+    take = "J[:, DEP]" if full else "J"
+    return f'''
+@njit(cache=True)
+def {name}(q, t, tol, max_iter):
+    cols = {cols}
+    r = np.zeros({rows})
+    J = np.zeros({jshape})
+    for it in range(max_iter + 1):
+        {res}(q, t, r)
+        if np.abs(r).max() <= tol:
+            return it
+        if it == max_iter:
+            break
+        {jac}(q, t, J)
+        dq = np.linalg.solve({take}, r)
+        for a in range(cols.shape[0]):
+            q[cols[a]] -= dq[a]
+    return -1
+'''
+
+
+def _position_source(name, calls, plan, newton=False):
+    body = []
+    for k, fn in enumerate(calls):
+        if fn.startswith("tri_"):
+            body.append(f"    {fn}(q, t)")
+        else:
+            body += [f"    it = {fn}(q, t, tol, max_iter)", "    if it < 0:", "        return -1",
+                     "    total += it"]
+    return "\n@njit(cache=True)\ndef " + name + "(q, t, tol, max_iter):\n    total = 0\n" + \
+        "\n".join(body) + "\n    return total\n"
+
+
+_RUN = '''
+
+
+@njit(cache=True)
+def position(mode, q, t, tol, max_iter):
+    if mode == 0:
+        return position_triangular(q, t, tol, max_iter)
+    if mode == 1:
+        return position_blocks(q, t, tol, max_iter)
+    return position_newton(q, t, tol, max_iter)
+
+
+@njit(cache=True)
+def velocity(q, qd, t, J, pt):
+    """qd_d = -Phi_d^-1 (Phi_i qd_i + Phi_t) (thesis eq. 2.26)."""
+    J[:, :] = 0.0
+    phi_q(q, t, J)
+    phi_t(q, t, pt)
+    rhs = -pt
+    for a in range(IND.shape[0]):
+        rhs -= J[:, IND[a]] * qd[IND[a]]
+    x = np.linalg.solve(J[:, DEP], rhs)
+    for a in range(DEP.shape[0]):
+        qd[DEP[a]] = x[a]
+
+
+@njit(cache=True)
+def acceleration(q, qd, qdd, t, J, g):
+    """Phi_d qdd_d = gamma - Phi_i qdd_i (J already holds Phi_q at q)."""
+    gamma(q, qd, t, g)
+    rhs = g.copy()
+    for a in range(IND.shape[0]):
+        rhs -= J[:, IND[a]] * qdd[IND[a]]
+    x = np.linalg.solve(J[:, DEP], rhs)
+    for a in range(DEP.shape[0]):
+        qdd[DEP[a]] = x[a]
+
+
+@njit(cache=True)
+def run(mode, times, q, Q, QD, QDD, RES, ITER, tol, max_iter, extrapolate):
+    """Kinematic simulation; returns -1 or the index of the failed step."""
+    J = np.zeros((NC_, NQ_))
+    pt = np.zeros(NC_)
+    g = np.zeros(NC_)
+    r = np.zeros(NC_)
+    qd = np.zeros(NQ_)
+    qdd = np.zeros(NQ_)
+    for k in range(times.shape[0]):
+        t = times[k]
+        if extrapolate and k > 0:
+            h = t - times[k - 1]
+            for a in range(DEP.shape[0]):
+                q[DEP[a]] += h * qd[DEP[a]] + 0.5 * h * h * qdd[DEP[a]]
+        inputs(t, q, qd, qdd)
+        it = position(mode, q, t, tol, max_iter)
+        if it < 0:
+            return k
+        velocity(q, qd, t, J, pt)
+        acceleration(q, qd, qdd, t, J, g)
+        phi(q, t, r)
+        RES[k] = np.abs(r).max()
+        ITER[k] = it
+        Q[k] = q
+        QD[k] = qd
+        QDD[k] = qdd
+    return -1
+'''
