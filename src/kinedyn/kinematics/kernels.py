@@ -74,6 +74,16 @@ def max_abs(x):
     return m
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def newton_update(solver, swork, plan, pw, q):
+    """q[cols] -= A^-1 phi with the factorisation the solver holds (A = Phi_q, current or held)."""
+    for i in range(pw.phi.shape[0]):
+        pw.rhs[i] = -pw.phi[i]
+    protocol.solve(solver, swork, pw.rhs)
+    for i in range(plan.cols.shape[0]):
+        q[plan.cols[i]] += pw.rhs[i]
+
+
 @nb.njit(cache=True, nogil=True)
 def position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed):
     """Newton-Raphson on the plan's rows for its columns, q updated in place.
@@ -102,11 +112,7 @@ def position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed):
             return OK, it, err
         if it >= max_iter:
             return NO_CONVERGENCE, it, err
-        for i in range(pw.phi.shape[0]):
-            pw.rhs[i] = -pw.phi[i]
-        protocol.solve(solver, swork, pw.rhs)
-        for i in range(plan.cols.shape[0]):
-            q[plan.cols[i]] += pw.rhs[i]
+        newton_update(solver, swork, plan, pw, q)
         it += 1
 
 
@@ -138,11 +144,7 @@ def position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter, 
                                      max_iter - it, fixed)
             return st, it + more, err
         prev = err
-        for i in range(pw.phi.shape[0]):
-            pw.rhs[i] = -pw.phi[i]
-        protocol.solve(solver, swork, pw.rhs)
-        for i in range(plan.cols.shape[0]):
-            q[plan.cols[i]] += pw.rhs[i]
+        newton_update(solver, swork, plan, pw, q)
         it += 1
 
 

@@ -176,33 +176,34 @@ def complete(q, qd, t, mode, tol, max_iter):
 
 
 @njit(cache=True)
-def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd):
+def workspace():
+    nf = IND.shape[0]
+    return (np.zeros((NC_, NQ_)), np.zeros(NC_), np.zeros((NC_, nf)), np.zeros((NQ_, nf)),
+            np.zeros(NC_), np.zeros(NQ_), np.zeros((NQ_, NQ_)), np.zeros(NQ_))
+
+
+@njit(cache=True)
+def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws):
     """(B^T M B) qdd_i = B^T (F - M z) (eq. 2.28); q, qd: independent parts in, full out."""
+    J, pt, Ji, B, g, z, M, F = ws
     it = position(mode, q, t, tol, max_iter)
     if it < 0:
         return -1
-    J = np.zeros((NC_, NQ_))
-    pt = np.zeros(NC_)
     velocity(q, qd, t, J, pt)
     Jd = J[:, DEP]
-    Ji = np.zeros((NC_, IND.shape[0]))
     for a in range(IND.shape[0]):
         Ji[:, a] = J[:, IND[a]]
     Bd = -np.linalg.solve(Jd, Ji)                  # numeric LU, never a symbolic inverse
-    B = np.zeros((NQ_, IND.shape[0]))
     for a in range(DEP.shape[0]):
         B[DEP[a], :] = Bd[a, :]
     for a in range(IND.shape[0]):
         B[IND[a], a] = 1.0
-    g = np.zeros(NC_)
     gamma(q, qd, t, g)
     zd = np.linalg.solve(Jd, g)                    # B' qd_i + C'
-    z = np.zeros(NQ_)
     for a in range(DEP.shape[0]):
         z[DEP[a]] = zd[a]
-    M = np.zeros((NQ_, NQ_))
+    M[:, :] = 0.0
     mass(q, M)
-    F = np.zeros(NQ_)
     forces(q, qd, t, F)
     BtM = B.T @ M
     acc = np.linalg.solve(BtM @ B, B.T @ F - BtM @ z)
@@ -226,6 +227,7 @@ def run_embedded(integ, mode, times, q, qd, Q, QD, QDD, RES, ENERGY, ITER, tol, 
     M = np.zeros((NQ_, NQ_))
     a1 = np.zeros(nf)
     a2 = np.zeros(nf)
+    ws = workspace()
     for a in range(nf):
         y[a] = q[IND[a]]
         y[nf + a] = qd[IND[a]]
@@ -234,7 +236,7 @@ def run_embedded(integ, mode, times, q, qd, Q, QD, QDD, RES, ENERGY, ITER, tol, 
         for a in range(nf):
             q[IND[a]] = y[a]
             qd[IND[a]] = y[nf + a]
-        it = embedded_rhs(mode, q, qd, t, tol, max_iter, a1, a2, qdd)
+        it = embedded_rhs(mode, q, qd, t, tol, max_iter, a1, a2, qdd, ws)
         if it < 0:
             return k
         k1[:nf] = a1
@@ -244,6 +246,7 @@ def run_embedded(integ, mode, times, q, qd, Q, QD, QDD, RES, ENERGY, ITER, tol, 
         QDD[k] = qdd
         phi(q, t, r)
         RES[k] = np.abs(r).max()
+        M[:, :] = 0.0
         mass(q, M)
         ENERGY[k] = 0.5 * qd @ (M @ qd) + potential(q)
         ITER[k] = it
@@ -259,7 +262,7 @@ def run_embedded(integ, mode, times, q, qd, Q, QD, QDD, RES, ENERGY, ITER, tol, 
                 q[IND[a]] = yy[a]
                 qd[IND[a]] = yy[nf + a]
             ts = t + (0.5 * h if stage < 2 else h)
-            if embedded_rhs(mode, q, qd, ts, tol, max_iter, a1, a2, qdd) < 0:
+            if embedded_rhs(mode, q, qd, ts, tol, max_iter, a1, a2, qdd, ws) < 0:
                 return k
             kk = k2 if stage == 0 else (k3 if stage == 1 else k4)
             kk[:nf] = a1

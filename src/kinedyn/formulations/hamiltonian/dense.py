@@ -15,10 +15,8 @@ from typing import NamedTuple
 
 import numba as nb
 import numpy as np
-from numba.extending import overload
 
-from .. import protocol
-from .kernels import REVOLUTE, HDCAData, HDCAWork, forward_kinematics
+from .kernels import REVOLUTE, HDCAData, HDCAWork, forward_kinematics, register_ode
 
 
 class DenseChain(NamedTuple):
@@ -125,27 +123,4 @@ def dense_derivative(system, work, y, t, ydot):
     return 0
 
 
-def _no_post(system, work, y, t):
-    return 0
-
-
-def _record(system, work, y, t, out):
-    out[:] = y
-
-
-@overload(protocol.calc_state_derivative, jit_options=protocol.JIT)
-def _ov_derivative(system, work, y, t, ydot):
-    if protocol.is_type(system, DenseChain):
-        return dense_derivative
-
-
-@overload(protocol.post_step, jit_options=protocol.JIT)
-def _ov_post(system, work, y, t):
-    if protocol.is_type(system, DenseChain):
-        return _no_post
-
-
-@overload(protocol.record_state, jit_options=protocol.JIT)
-def _ov_record(system, work, y, t, out):
-    if protocol.is_type(system, DenseChain):
-        return _record
+register_ode(DenseChain, dense_derivative)
