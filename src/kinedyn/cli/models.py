@@ -41,4 +41,7 @@ def run(args) -> int:
         print("\n  families (N = size):")
         for prefix, (_, summary) in FAMILIES.items():
             print(f"  {prefix}<N>  {summary}")
+    from ..models import PATTERN_FAMILIES
+    for pattern, (_, summary) in PATTERN_FAMILIES.items():
+        print(f"  {pattern}  {summary}")
     return 0

@@ -30,9 +30,15 @@ def _cross2(a, b):
 
 
 class ReactionSolver:
-    """Unknown layout and per-step assembly of the Newton-Euler equations of a model."""
+    """Unknown layout and per-step assembly of the Newton-Euler equations of a model.
 
-    def __init__(self, f):
+    ``actuators`` (optional, ``{joint index: {component codes}}``) names the actuated joint
+    freedoms instead of the model's drivers: the drivers then only prescribe the motion (they
+    transmit nothing) and the actuators' efforts are unknowns - inverse dynamics of a mechanism
+    whose motion is given by, e.g., a pose driver on its end effector.
+    """
+
+    def __init__(self, f, actuators: dict | None = None):
         self.f = f
         m = self.model = f.model
         d = self.d = m.dim
@@ -42,14 +48,15 @@ class ReactionSolver:
         for k in range(m.n_driver):
             if m.driver_kind[k] == DRIVER_CODE["joint"]:
                 driven.setdefault(int(m.driver_joint[k]), set()).add(int(m.driver_component[k]))
-        self.driven = driven
+        self.use_drivers = actuators is None
+        self.driven = driven if actuators is None else {j: set(c) for j, c in actuators.items()}
         self.joints = [j for j in range(m.n_joint) if m.joint_type[j] != _J["free"]]
         self.cols = {}
         col = 0
         for j in self.joints:
             self.cols["joint", j] = col
             col += self.nw
-        for k in range(m.n_driver):
+        for k in range(m.n_driver if self.use_drivers else 0):
             kind = int(m.driver_kind[k])
             if kind == DRIVER_CODE["distance"]:
                 self.cols["driver", k] = col
@@ -107,7 +114,7 @@ class ReactionSolver:
                 full = np.zeros(self.n_unknown)
                 full[cols] = row
                 rows_eq.append(full)
-        for kk in range(m.n_driver):
+        for kk in range(m.n_driver if self.use_drivers else 0):
             kind = int(m.driver_kind[kk])
             if kind == DRIVER_CODE["distance"]:
                 c0 = self.cols["driver", kk]
@@ -242,9 +249,10 @@ class ReactionSolver:
                 load(a, pb, -value * axis)
 
 
-def reactions(f, times, Q, QD, QDD) -> tuple[dict, np.ndarray]:
-    """Reaction and effort channels along a trajectory, and the per-step equation residual."""
-    solver = ReactionSolver(f)
+def reactions(f, times, Q, QD, QDD, actuators: dict | None = None) -> tuple[dict, np.ndarray]:
+    """Reaction and effort channels along a trajectory, and the per-step equation residual
+    (``actuators``: see :class:`ReactionSolver`; their efforts are ``effort.<joint>``)."""
+    solver = ReactionSolver(f, actuators)
     m, d = f.model, f.dim
     motion = f.body_motion(Q, QD, QDD)
     P, PV = f.point_trajectory(Q, QD)
@@ -263,21 +271,18 @@ def reactions(f, times, Q, QD, QDD) -> tuple[dict, np.ndarray]:
             out[f"reaction.{name}.force_{c}"] = X[:, c0 + i]
         for i, c in enumerate(tl):
             out[f"reaction.{name}.torque_{c}"] = X[:, c0 + d + i]
+    if not solver.use_drivers:
+        for j, comps in solver.driven.items():
+            for comp in comps:
+                out[f"effort.{m.joint_name[j]}"] = _effort(solver, X, j, comp, motion,
+                                                           len(times))
+        return out, residual
     for k in range(m.n_driver):
         name = m.driver_name[k]
         kind = int(m.driver_kind[k])
         if kind == DRIVER_CODE["joint"]:
-            j = int(m.driver_joint[k])
-            c0 = solver.cols["joint", j]
-            angle = m.driver_component[k] == COMPONENT_CODE["angle"] and \
-                m.joint_type[j] != JOINT_CODE["prismatic"]
-            if d == 2:
-                out[f"effort.{name}"] = X[:, c0 + d] if angle else np.einsum(
-                    "nk,nk->n", X[:, c0:c0 + d], _axes(solver, j, len(times), motion))
-            else:
-                axes = _axes(solver, j, len(times), motion)
-                block = X[:, c0 + d:c0 + d + 3] if angle else X[:, c0:c0 + d]
-                out[f"effort.{name}"] = np.einsum("nk,nk->n", block, axes)
+            out[f"effort.{name}"] = _effort(solver, X, int(m.driver_joint[k]),
+                                            int(m.driver_component[k]), motion, len(times))
         elif kind == DRIVER_CODE["distance"]:
             out[f"effort.{name}"] = X[:, solver.cols["driver", k]]
         else:
@@ -287,6 +292,18 @@ def reactions(f, times, Q, QD, QDD) -> tuple[dict, np.ndarray]:
             for i, c in enumerate(tl):
                 out[f"effort.{name}.torque_{c}"] = X[:, c0 + d + i]
     return out, residual
+
+
+def _effort(solver, X, j, comp, motion, n):
+    """The actuated component of joint j's wrench: torque about (2-D: the torque) or force
+    along its axis."""
+    m, d = solver.model, solver.d
+    c0 = solver.cols["joint", j]
+    angle = comp == COMPONENT_CODE["angle"] and m.joint_type[j] != JOINT_CODE["prismatic"]
+    if d == 2 and angle:
+        return X[:, c0 + d]
+    block = X[:, c0 + d:c0 + d + 3] if angle else X[:, c0:c0 + d]
+    return np.einsum("nk,nk->n", block, _axes(solver, j, n, motion))
 
 
 def _axes(solver, j, n, motion):

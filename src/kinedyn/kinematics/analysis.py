@@ -64,17 +64,27 @@ class Kinematics:
     t0: time of the initial assembly.
     strategy: ``"global"`` (all coordinates at once) or ``"groups"`` (Group Equations: structural
         groups in the order of their dependency DAG, see :mod:`.grouped`); same results.
+    threads: ``(outer, inner)`` or ``outer``: ``outer`` threads solve the independent groups of
+        a DAG level at the same time (``strategy="groups"``, :mod:`.threads`); ``inner`` limits
+        the threads of the BLAS/LAPACK library inside each factorisation (None: its default).
     """
 
     def __init__(self, model, *, solver: str = "sparse", tol: float = 1e-10, max_iter: int = 25,
                  fixed_iterations: bool = False, t0: float = 0.0, q_guess=None,
-                 strategy: str = "global"):
+                 strategy: str = "global", threads=(1, None)):
         if solver not in SOLVERS:
             raise UnknownNameError("linear solver", solver, SOLVERS)
         if strategy not in STRATEGIES:
             raise UnknownNameError("kinematic strategy", strategy, STRATEGIES)
         self.strategy = strategy
         self.engine = None
+        outer, inner = (threads, None) if np.isscalar(threads) else tuple(threads)
+        if int(outer) < 1 or (inner is not None and int(inner) < 1):
+            raise ModelError(f"threads must be positive, got {threads!r}")
+        if int(outer) > 1 and strategy != "groups":
+            raise ModelError("outer threads solve structural groups in parallel: they need "
+                             "strategy='groups'")
+        self.threads = (int(outer), None if inner is None else int(inner))
         self.f = formulation_for(model)
         self.model = self.f.model
         self.solver_name = solver
@@ -113,10 +123,13 @@ class Kinematics:
     def _warm_up(self):
         """Compile (or load from the cache) the run kernel for these types now, so that the
         wall time of :meth:`simulate` measures the steps, not the compiler (an empty run)."""
-        if self.engine is not None:
-            return
         z1, z2 = np.zeros(1), np.zeros((1, self.f.n_q))
         q = self.q_assembled.copy()
+        if self.engine is not None:
+            self.engine.run(z1, q, z2[0].copy(), z2[0].copy(), 0, 0, self.tol, self.max_iter,
+                            self.fixed, True, (z2, z2.copy(), z2.copy(), z1.copy(),
+                                               np.zeros(1, np.int64)))
+            return
         K.run(self.data, self.work, self.solver, self.swork, self.plan, self.pw, z1, q, z2[0].copy(),
               z2[0].copy(), 0, 0, self.tol, self.max_iter, self.fixed, True, z2, z2.copy(),
               z2.copy(), z1.copy(), np.zeros(1, np.int64))
@@ -136,7 +149,9 @@ class Kinematics:
         """The structural groups of the chosen rows (``strategy="groups"``)."""
         if self.strategy == "groups":
             from .grouped import GroupEngine
-            self.engine = GroupEngine(self, self.solver_name)
+            if self.engine is not None:
+                self.engine.close()
+            self.engine = GroupEngine(self, self.solver_name, self.threads[0])
 
     def _recover(self, q, t) -> None:
         """After a singular factorisation: choose the independent rows again where the
@@ -267,13 +282,14 @@ class Kinematics:
         while start < n:
             stop = min(n, start + chunk)
             outs = (out_q, out_qd, out_qdd, out_res, out_iter)
-            if self.engine is None:
-                st, k = K.run(self.data, self.work, self.solver, self.swork, self.plan, self.pw,
-                              times, q, qd, qdd, start, stop, self.tol, self.max_iter, self.fixed,
-                              extrapolate, *outs)
-            else:
-                st, k, group = self.engine.run(times, q, qd, qdd, start, stop, self.tol,
-                                               self.max_iter, self.fixed, extrapolate, outs)
+            with blas_threads(self.threads[1]):
+                if self.engine is None:
+                    st, k = K.run(self.data, self.work, self.solver, self.swork, self.plan,
+                                  self.pw, times, q, qd, qdd, start, stop, self.tol,
+                                  self.max_iter, self.fixed, extrapolate, *outs)
+                else:
+                    st, k, group = self.engine.run(times, q, qd, qdd, start, stop, self.tol,
+                                                   self.max_iter, self.fixed, extrapolate, outs)
             if st != K.OK:
                 # a degraded static pivot order (or redundant rows that stopped being
                 # redundant): recover at the last converged state and retry the step;
@@ -303,6 +319,21 @@ class Kinematics:
 import numba as nb  # noqa: E402
 
 from ..formulations import protocol  # noqa: E402
+
+
+_CONTROLLER = None
+
+
+def blas_threads(n):
+    """Context limiting the BLAS/LAPACK threads to ``n`` (the paper's MKL level); None: as is."""
+    global _CONTROLLER
+    if n is None:
+        import contextlib
+        return contextlib.nullcontext()
+    if _CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=int(n), user_api="blas")
 
 
 def constraint_values(f, q, t, work=None, rows=None) -> np.ndarray:

@@ -8,9 +8,10 @@ of earlier groups are known (h) and the group's own are dependent (phi):
 * acceleration, eq. (3): ``Phi_phi phidd = gamma - Phi_h hdd``.
 
 Each group is a :class:`~.kernels.Plan` (its rows, its columns, its coupling entries Phi_h)
-with its own dense or sparse factorisation of Phi_phi (:mod:`kinedyn.linalg`) and its own
-formulation scratch, so groups never share writable memory except the Jacobian values array,
-where each group writes only its own rows. The per-group objects are packed into homogeneous
+with its own dense or sparse factorisation of Phi_phi (:mod:`kinedyn.linalg`); groups share
+the Jacobian values array, where each writes only its own rows, and the formulation scratch of
+the thread that solves them (one per thread: its table of functions of time is then evaluated
+once per step, not once per group). The per-group objects are packed into homogeneous
 tuples that compiled code indexes at run time; a whole run is one compiled call.
 """
 from __future__ import annotations
@@ -34,7 +35,7 @@ class GroupEngine:
     ``order`` lists the groups in DAG order (levels one after the other).
     """
 
-    def __init__(self, kin, solver: str):
+    def __init__(self, kin, solver: str, outer: int = 1):
         f = kin.f
         self.kin = kin
         self.solver_name = solver
@@ -45,9 +46,18 @@ class GroupEngine:
         self.plans = tuple(K.make_plan(ptr, ind, g.equations, g.unknowns) for g in gs.groups)
         self.pws = tuple(K.PlanWork(np.zeros(g.size), np.zeros(g.size), self.values)
                          for g in gs.groups)
-        self.works = tuple(f.make_work() for _ in gs.groups)
         self.blocks = tuple(extract(ptr, ind, g.equations, g.unknowns) for g in gs.groups)
         self.order = np.array([k for level in gs.levels for k in level], np.int64)
+        self.runner = None
+        if outer > 1:
+            from .threads import ThreadedRunner
+            self.runner = ThreadedRunner(self, outer)
+
+    def close(self):
+        """Stop the worker threads (if any)."""
+        if self.runner is not None:
+            self.runner.close()
+            self.runner = None
 
     def name(self, g: int) -> str:
         bodies = ", ".join(self.groups[g].bodies[:4]) or "no bodies"
@@ -76,12 +86,16 @@ class GroupEngine:
     def solve_once(self, q, qd, qdd, t, tol, max_iter, fixed):
         """Positions, velocities, accelerations at one time: ``(status, iterations, residual,
         failed group)``."""
-        return solve_groups_once(self.kin.data, self.works, self.solvers, self.sworks, self.plans,
-                                 self.pws, self.order, q, qd, qdd, float(t), tol, max_iter, fixed)
+        return solve_groups_once(self.kin.data, self.kin.work, self.solvers, self.sworks,
+                                 self.plans, self.pws, self.order, q, qd, qdd, float(t), tol,
+                                 max_iter, fixed)
 
     def run(self, times, q, qd, qdd, start, stop, tol, max_iter, fixed, extrapolate, outs):
         """Steps ``start..stop-1``: ``(status, step, failed group)``."""
-        return run_groups(self.kin.data, self.works, self.solvers, self.sworks, self.plans,
+        if self.runner is not None:
+            return self.runner.run(times, q, qd, qdd, start, stop, tol, max_iter, fixed,
+                                   extrapolate, outs)
+        return run_groups(self.kin.data, self.kin.work, self.solvers, self.sworks, self.plans,
                           self.pws, self.order, times, q, qd, qdd, start, stop, tol, max_iter,
                           fixed, extrapolate, *outs)
 
@@ -104,27 +118,31 @@ class GroupEngine:
                   constraints=bad + [c for c in others if c not in bad]) from None
 
 
-@nb.njit(cache=True, nogil=True)
-def _group_pva(data, works, solvers, sworks, plans, pws, g, q, qd, qdd, t, tol, max_iter, fixed):
-    """Position (eq. 1), velocity (eq. 2) and acceleration (eq. 3) of group ``g``."""
-    st, it, err = K.position(data, works[g], solvers[g], sworks[g], plans[g], pws[g], q, t, tol,
-                             max_iter, fixed)
+@nb.njit(cache=True, nogil=True, forceinline=True)
+def _group_pva(data, work, solvers, sworks, plans, pws, g, q, qd, qdd, t, tol, max_iter, fixed):
+    """Position (eq. 1), velocity (eq. 2) and acceleration (eq. 3) of group ``g``.
+
+    Inlined by LLVM (``forceinline``) into its callers, so the tuples of every group are never
+    copied into a call frame; only group ``g``'s members are picked out, once.
+    """
+    solver, swork, plan, pw = solvers[g], sworks[g], plans[g], pws[g]
+    st, it, err = K.position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed)
     if st == K.OK:
-        K.velocity(data, works[g], solvers[g], sworks[g], plans[g], pws[g], q, qd, t)
-        K.acceleration(data, works[g], solvers[g], sworks[g], plans[g], pws[g], q, qd, qdd, t)
+        K.velocity(data, work, solver, swork, plan, pw, q, qd, t)
+        K.acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t)
     return st, it, err
 
 
 @nb.njit(cache=True, nogil=True)
-def solve_groups_once(data_, works_, solvers_, sworks_, plans_, pws_, order, q, qd, qdd, t, tol,
+def solve_groups_once(data_, work_, solvers_, sworks_, plans_, pws_, order, q, qd, qdd, t, tol,
                       max_iter, fixed):
-    data, works, solvers, sworks = unmanaged(data_), unmanaged(works_), unmanaged(solvers_), \
+    data, work, solvers, sworks = unmanaged(data_), unmanaged(work_), unmanaged(solvers_), \
         unmanaged(sworks_)
     plans, pws = unmanaged(plans_), unmanaged(pws_)
     it_max, err_max = 0, 0.0
     for i in range(order.shape[0]):
         g = order[i]
-        st, it, err = _group_pva(data, works, solvers, sworks, plans, pws, g, q, qd, qdd, t, tol,
+        st, it, err = _group_pva(data, work, solvers, sworks, plans, pws, g, q, qd, qdd, t, tol,
                                  max_iter, fixed)
         if st != K.OK:
             return st, it, err, g
@@ -134,11 +152,11 @@ def solve_groups_once(data_, works_, solvers_, sworks_, plans_, pws_, order, q, 
 
 
 @nb.njit(cache=True, nogil=True)
-def run_groups(data_, works_, solvers_, sworks_, plans_, pws_, order, times, q, qd, qdd, start,
+def run_groups(data_, work_, solvers_, sworks_, plans_, pws_, order, times, q, qd, qdd, start,
                stop, tol, max_iter, fixed, extrapolate, out_q, out_qd, out_qdd, out_res,
                out_iter):
     """Steps ``start..stop-1`` group by group (see :func:`.kernels.run` for the tracking)."""
-    data, works, solvers, sworks = unmanaged(data_), unmanaged(works_), unmanaged(solvers_), \
+    data, work, solvers, sworks = unmanaged(data_), unmanaged(work_), unmanaged(solvers_), \
         unmanaged(sworks_)
     plans, pws = unmanaged(plans_), unmanaged(pws_)
     for k in range(start, stop):
@@ -150,7 +168,7 @@ def run_groups(data_, works_, solvers_, sworks_, plans_, pws_, order, times, q, 
         it_max, err_max = 0, 0.0
         for i in range(order.shape[0]):
             g = order[i]
-            st, it, err = _group_pva(data, works, solvers, sworks, plans, pws, g, q, qd, qdd, t,
+            st, it, err = _group_pva(data, work, solvers, sworks, plans, pws, g, q, qd, qdd, t,
                                      tol, max_iter, fixed)
             if st != K.OK:
                 return st, k, g

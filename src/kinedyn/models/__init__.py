@@ -14,7 +14,10 @@ from ..errors import UnknownNameError
 from ..model import System
 from .chains import cart_pendulum
 from .planar import double_pendulum, four_bar, parallelogram, rrr3, slider_crank
+from .scissor import scissor_platform
+from .scissor import from_name as _scissor_from_name
 from .stewart import gough_stewart, stewart_paper
+from .vehicle import quadruped, vehicle
 
 
 @dataclass(frozen=True)
@@ -46,13 +49,25 @@ MODELS: dict[str, ModelInfo] = {m.name: m for m in (
               "6-RSU Stewart platform of the Group Equations paper, terminal pose driven"),
     ModelInfo("stewart-paper-free", partial(stewart_paper, driven=False),
               "6-RSU Stewart platform, no drivers (6 dof)"),
+    ModelInfo("quadruped", quadruped, "quadruped of the sparse-relative paper (Figs. 1-3)"),
+    ModelInfo("vehicle", vehicle, "10-body vehicle, MacPherson composite joints (sparse paper)"),
+    ModelInfo("scissor-platform-6x1", partial(scissor_platform, 6, 1),
+              "6 legs of handle + 1-stage scissor chain + stick (Group Equations benchmark "
+              "family scissor-platform-<legs>x<stages>), terminal pose driven"),
 )}
-
 
 #: Parametrised families ``<prefix><N>``: prefix -> (builder of N, summary).
 FAMILIES: dict[str, tuple[Callable[[int], System], str]] = {
     "cart-pendulum-": (cart_pendulum, "cart with an N-link pendulum chain (HDCA paper's "
                                       "scalable test), e.g. cart-pendulum-64"),
+}
+
+#: Families with several numbers in the name: pattern -> (parser of a name, returning None for
+#: other names; summary).
+PATTERN_FAMILIES: dict[str, tuple[Callable[[str], System | None], str]] = {
+    "scissor-platform-<legs>x<stages>": (_scissor_from_name, "platform with <legs> legs of "
+                                         "<stages>-stage scissor chains (Group Equations "
+                                         "benchmark), e.g. scissor-platform-16x9"),
 }
 
 
@@ -63,9 +78,15 @@ def get(name: str) -> System:
     for prefix, (build, _) in FAMILIES.items():
         if name.startswith(prefix) and name[len(prefix):].isdigit():
             return build(int(name[len(prefix):]))
-    raise UnknownNameError("model", name, list(MODELS) + [p + "<N>" for p in FAMILIES])
+    for parse, _ in PATTERN_FAMILIES.values():
+        system = parse(name)
+        if system is not None:
+            return system
+    raise UnknownNameError("model", name, list(MODELS) + [p + "<N>" for p in FAMILIES]
+                           + list(PATTERN_FAMILIES))
 
 
 __all__ = ["MODELS", "ModelInfo", "get", "double_pendulum", "four_bar", "slider_crank", "rrr3",
            "gough_stewart", "stewart_paper", "parallelogram"]
 __all__ += ["FAMILIES", "cart_pendulum"]
+__all__ += ["PATTERN_FAMILIES", "scissor_platform"]

@@ -11,7 +11,9 @@ coarsened by the bodies that own them:
 2. bodies are visited in the order they are positioned; the blocks of a body not yet claimed
    by an earlier-positioned body are merged into one candidate group (so a driven crank stays
    an input group of its own, and the dyad it drives forms the next group);
-3. merging can make two candidate groups depend on each other (a handle whose tip point needs
+3. a candidate that only completes bodies begun in one other candidate (a body's own unit
+   vector, fixed after its points) joins that candidate, so a body is never split;
+4. merging can make two candidate groups depend on each other (a handle whose tip point needs
    the stick's end point, a stick that needs the handle's tip): the strongly connected
    components of the candidate-group graph are merged, which gives an acyclic group graph.
 
@@ -95,9 +97,31 @@ def structural_groups(incidence: Sequence[Sequence[int]], n_unknowns: int,
             owner[k] = len(candidates)
             candidates.append([k])
             cand_bodies.append([])
-    # 3. dependencies between candidates; cycles merged
+    # 3. a candidate that only completes bodies already started in one other candidate (say a
+    # body's own unit vector, fixed after its points) joins it: groups never split a body
+    parent = list(range(len(candidates)))
+
+    def find(m):
+        while parent[m] != m:
+            parent[m] = parent[parent[m]]
+            m = parent[m]
+        return m
+    for m in range(len(candidates)):
+        others = [{owner[k] for k in frames[b]} - {m} for b in cand_bodies[m]]
+        if others and all(others) and len(set().union(*others)) == 1:
+            parent[find(m)] = find(next(iter(others[0])))
+    root = [find(m) for m in range(len(candidates))]
+    merged: dict[int, list[int]] = {}
+    for m in range(len(candidates)):
+        merged.setdefault(root[m], []).append(m)
+    owner = [root[o] for o in owner]
+    candidates = [sorted(k for m in merged.get(r, []) for k in candidates[m])
+                  for r in range(len(candidates))]
+    cand_bodies = [[b for m in merged.get(r, []) for b in cand_bodies[m]]
+                   for r in range(len(candidates))]
+    # 4. dependencies between candidates; cycles merged
     g = nx.DiGraph()
-    g.add_nodes_from(range(len(candidates)))
+    g.add_nodes_from(r for r in range(len(candidates)) if candidates[r])
     for k, b in enumerate(btf.blocks):
         for p in b.depends_on:
             if owner[p] != owner[k]:

@@ -1,0 +1,83 @@
+"""Inverse dynamics: the actuator efforts that produce a prescribed motion.
+
+The motion comes from the model's drivers (kinematic analysis: positions, velocities and
+accelerations of every body, Group Equations paper eqs. 1-3). The efforts come from the
+Newton-Euler equations of every body (:mod:`.reactions`) with the *actuated joint freedoms* as
+unknowns: with ``actuators`` given, the drivers only prescribe the motion and transmit nothing,
+so a pose-driven Stewart platform gives the forces of its six legs (or the torques of its six
+rotary actuators) rather than a wrench on its platform. With as many independent actuators as
+the undriven mechanism has degrees of freedom the efforts are unique; the Newton-Euler residual
+says when they are not (too few actuators, or an actuator singularity).
+
+For a model whose drivers are the actuators themselves (a driven crank), ``actuators=None``
+reports the efforts of the drivers (``effort.<driver>``): equivalently the driver constraints'
+multipliers.
+"""
+from __future__ import annotations
+
+import time as _time
+
+import numpy as np
+
+from ..errors import ModelError, UnknownNameError
+from ..io.results import Results
+from ..kinematics.analysis import Kinematics
+from ..model.compiled import COMPONENT_CODE, JOINT_CODE
+from .reactions import reactions
+
+_DEFAULT_COMPONENT = {JOINT_CODE["revolute"]: "angle", JOINT_CODE["prismatic"]: "displacement"}
+
+
+def parse_actuators(model, actuators) -> dict[int, set[int]]:
+    """``["P1", "R2:angle", ...]`` -> {joint index: {component code}} (revolute: angle,
+    prismatic: displacement; others need ``joint:component``)."""
+    out: dict[int, set[int]] = {}
+    for spec in actuators:
+        name, _, comp = str(spec).partition(":")
+        if name not in model.joint_name:
+            raise UnknownNameError("actuated joint", name, model.joint_name)
+        j = model.joint_name.index(name)
+        comp = comp or _DEFAULT_COMPONENT.get(int(model.joint_type[j]))
+        if comp not in COMPONENT_CODE:
+            raise ModelError(f"actuator {spec!r}: give the joint's component as "
+                             f"'{name}:angle' or '{name}:displacement'")
+        out.setdefault(j, set()).add(COMPONENT_CODE[comp])
+    return out
+
+
+class InverseResults(Results):
+    """Prescribed motion (q, qd, qdd), efforts ``effort.<joint>``, reactions, residual."""
+
+    def __init__(self, kin, times, efforts, summary):
+        self.kin = kin
+        super().__init__(times, {**kin.channels, **efforts}, summary)
+
+
+def inverse_dynamics(model, actuators=None, *, t_end: float, dt: float, t0: float = 0.0,
+                     progress=None, **kinematics_options) -> InverseResults:
+    """Efforts of ``actuators`` (joint names, see :func:`parse_actuators`; ``None``: the drivers)
+    along the motion the model's drivers prescribe, from ``t0`` to ``t_end`` every ``dt``."""
+    analysis = Kinematics(model, t0=t0, **kinematics_options)
+    f = analysis.f
+    act = None if actuators is None else parse_actuators(f.model, actuators)
+    start = _time.perf_counter()
+    kin = analysis.simulate(t_end, dt, t0=t0, progress=progress)
+    out, residual = reactions(f, kin.time, kin.q, kin.qd, kin.qdd, act)
+    wall = _time.perf_counter() - start
+    out["residual.newton_euler"] = residual
+    efforts = {k: v for k, v in out.items() if k.startswith("effort.")}
+    scale = max(1.0, max((float(np.abs(v).max()) for v in efforts.values()), default=1.0))
+    summary = {"model": f.model.name, "analysis": "inverse-dynamics",
+               "actuators": sorted(k[len("effort."):] for k in efforts),
+               "t0": t0, "t_end": float(kin.time[-1]), "dt": dt, "samples": len(kin.time),
+               "wall_time_s": wall,
+               "max_effort": {k[len("effort."):]: float(np.abs(v).max())
+                              for k, v in efforts.items()},
+               "max_newton_euler_residual": float(residual.max(initial=0.0))}
+    if summary["max_newton_euler_residual"] > 1e-6 * scale:
+        raise ModelError(
+            f"inverse dynamics of {f.model.name!r}: the actuators {summary['actuators']} cannot "
+            f"produce the prescribed motion (Newton-Euler residual "
+            f"{summary['max_newton_euler_residual']:.3g}); give one actuated freedom per "
+            "degree of freedom of the undriven mechanism, away from actuator singularities")
+    return InverseResults(kin, kin.time, out, summary)

@@ -1,0 +1,211 @@
+"""Independent structural groups solved at the same time (the paper's OpenMP level, s. 4).
+
+A pool of persistent Python threads each calls :func:`run_worker` once per run; the kernel is
+compiled with ``nogil=True``, so the threads really run in parallel and the whole run - every
+step, every level of the group DAG - happens inside compiled code. Worker ``w`` solves the
+groups assigned to it on each level (balanced by size), then waits at a barrier until every
+worker has finished that level (the next level reads their coordinates). The barrier is a
+sense-counting spin barrier on atomic integers, yielding the core after a few thousand spins so
+that an oversubscribed machine does not stall. No allocation, no GIL, no Python per step.
+
+Each worker extrapolates and records only the coordinates of its own groups, and keeps its own
+residual and iteration maxima (reduced afterwards), so workers never write the same memory.
+The paper's MKL level (threads inside each group's linear algebra) is set with
+``threadpoolctl`` around the run.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import llvmlite.binding as llvm
+import numba as nb
+import numpy as np
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array
+
+from .._unmanaged import unmanaged
+from . import kernels as K
+from .grouped import _group_pva
+
+# ---- atomics and the barrier ------------------------------------------------------------------
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
+llvm.add_symbol("kinedyn_sched_yield", ctypes.cast(_libc.sched_yield, ctypes.c_void_p).value)
+sched_yield = types.ExternalFunction("kinedyn_sched_yield", types.int32())
+SPINS = 4000  # busy-wait iterations before yielding the core
+
+
+def _pointer(context, builder, sig, args):
+    aryty = sig.args[0]
+    ary = make_array(aryty)(context, builder, args[0])
+    return cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
+
+
+@intrinsic
+def atomic_add(typingctx, arr, i, v):
+    """``arr[i] += v`` atomically (int64 array); returns the old value."""
+    def codegen(context, builder, sig, args):
+        return builder.atomic_rmw("add", _pointer(context, builder, sig, args), args[2],
+                                  "seq_cst")
+    return types.int64(arr, i, types.int64), codegen
+
+
+@intrinsic
+def atomic_load(typingctx, arr, i):
+    def codegen(context, builder, sig, args):
+        return builder.load_atomic(_pointer(context, builder, sig, args), "acquire", 8)
+    return types.int64(arr, i), codegen
+
+
+@intrinsic
+def atomic_store(typingctx, arr, i, v):
+    def codegen(context, builder, sig, args):
+        builder.store_atomic(args[2], _pointer(context, builder, sig, args), "release", 8)
+        return context.get_dummy_value()
+    return types.void(arr, i, types.int64), codegen
+
+
+COUNT, GENERATION, ABORT, DECISION = 0, 1, 2, 3
+
+
+@nb.njit(cache=True, nogil=True)
+def barrier(sync, n):
+    """Wait until ``n`` workers arrive; False (for every worker alike) if a worker asked to abort
+    before arriving.
+
+    The last to arrive decides: it copies the abort flag into ``DECISION`` before releasing the
+    others, who read that copy - not the live flag, which a fast worker may already have set
+    while failing in the *next* level (the workers would then disagree and deadlock).
+    """
+    gen = atomic_load(sync, GENERATION)
+    if atomic_add(sync, COUNT, 1) == n - 1:
+        decision = atomic_load(sync, ABORT)
+        atomic_store(sync, DECISION, decision)
+        atomic_store(sync, COUNT, 0)
+        atomic_add(sync, GENERATION, 1)
+        return decision == 0
+    spins = 0
+    while atomic_load(sync, GENERATION) == gen:
+        spins += 1
+        if spins > SPINS:
+            sched_yield()
+    return atomic_load(sync, DECISION) == 0
+
+
+# ---- the worker kernel ------------------------------------------------------------------------
+@nb.njit(cache=True, nogil=True)
+def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, assign_ptr, assign, n_levels, w,
+               n_workers, sync, times, q, qd, qdd, start, stop, tol, max_iter, fixed,
+               extrapolate, out_q, out_qd, out_qdd, out_res, out_iter, status):
+    """Worker ``w`` of ``n_workers``: steps ``start..stop-1`` for its groups.
+
+    ``assign[assign_ptr[w * n_levels + lv]: assign_ptr[w * n_levels + lv + 1]]`` are its groups
+    on level ``lv``. ``out_res``/``out_iter`` are (n_workers, n_steps); ``status[w]`` receives
+    (status, step, group) of a failure (status 0 when the worker finished).
+    """
+    data, works, solvers, sworks = unmanaged(data_), unmanaged(works_), unmanaged(solvers_), \
+        unmanaged(sworks_)
+    plans, pws = unmanaged(plans_), unmanaged(pws_)
+    work = works[w]
+    status[w, 0] = K.OK
+    status[w, 1] = stop
+    status[w, 2] = -1
+    for k in range(start, stop):
+        t = times[k]
+        h = t - times[k - 1] if (extrapolate and k > 0) else 0.0
+        it_max, err_max = 0, 0.0
+        for lv in range(n_levels):
+            a = w * n_levels + lv
+            for p in range(assign_ptr[a], assign_ptr[a + 1]):
+                g = assign[p]
+                cols = plans[g].cols
+                if h != 0.0:
+                    for i in range(cols.shape[0]):
+                        c = cols[i]
+                        q[c] += h * qd[c] + 0.5 * h * h * qdd[c]
+                st, it, err = _group_pva(data, work, solvers, sworks, plans, pws, g, q, qd, qdd,
+                                         t, tol, max_iter, fixed)
+                if st != K.OK:
+                    status[w, 0] = st
+                    status[w, 1] = k
+                    status[w, 2] = g
+                    atomic_store(sync, ABORT, 1)
+                    break
+                it_max = max(it_max, it)
+                err_max = max(err_max, err)
+                for i in range(cols.shape[0]):
+                    c = cols[i]
+                    out_q[k, c] = q[c]
+                    out_qd[k, c] = qd[c]
+                    out_qdd[k, c] = qdd[c]
+            if not barrier(sync, n_workers):
+                return
+        out_res[w, k] = err_max
+        out_iter[w, k] = it_max
+
+
+def assign_groups(structure, n_workers: int):
+    """Groups of each level spread over workers, largest first to the least loaded (LPT)."""
+    n_levels = len(structure.levels)
+    lists = [[[] for _ in range(n_levels)] for _ in range(n_workers)]
+    for lv, level in enumerate(structure.levels):
+        load = [0] * n_workers
+        for g in sorted(level, key=lambda g: -structure.groups[g].size):
+            w = int(np.argmin(load))
+            lists[w][lv].append(g)
+            load[w] += structure.groups[g].size ** 2  # cost grows faster than the size
+    ptr, flat = [0], []
+    for w in range(n_workers):
+        for lv in range(n_levels):
+            flat += sorted(lists[w][lv])
+            ptr.append(len(flat))
+    return np.array(ptr, np.int64), np.array(flat, np.int64), n_levels
+
+
+class ThreadedRunner:
+    """Runs a :class:`~.grouped.GroupEngine` on ``n_workers`` threads (persistent pool)."""
+
+    def __init__(self, engine, n_workers: int):
+        self.engine = engine
+        self.n = int(n_workers)
+        self.assign_ptr, self.assign, self.n_levels = assign_groups(engine.structure, self.n)
+        self.sync = np.zeros(4, np.int64)
+        self.status = np.zeros((self.n, 3), np.int64)
+        self.works = (engine.kin.work,) + tuple(engine.kin.f.make_work()
+                                                for _ in range(1, self.n))  # one per thread
+        self.pool = ThreadPoolExecutor(max_workers=self.n - 1, thread_name_prefix="kinedyn-group")
+        self._lock = threading.Lock()
+
+    def run(self, times, q, qd, qdd, start, stop, tol, max_iter, fixed, extrapolate, outs):
+        e = self.engine
+        out_q, out_qd, out_qdd, out_res, out_iter = outs
+        n = len(times)
+        res_w, it_w = np.zeros((self.n, n)), np.zeros((self.n, n), np.int64)
+        self.sync[:] = 0
+
+        def work(w):
+            run_worker(e.kin.data, self.works, e.solvers, e.sworks, e.plans, e.pws, self.assign_ptr,
+                       self.assign, self.n_levels, w, self.n, self.sync, times, q, qd, qdd,
+                       start, stop, tol, max_iter, fixed, extrapolate, out_q, out_qd, out_qdd,
+                       res_w, it_w, self.status)
+
+        with self._lock:
+            futures = [self.pool.submit(work, w) for w in range(1, self.n)]
+            work(0)
+            for f in futures:
+                f.result()
+        out_res[start:stop] = res_w[:, start:stop].max(axis=0)
+        out_iter[start:stop] = it_w[:, start:stop].max(axis=0)
+        failed = [w for w in range(self.n) if self.status[w, 0] != K.OK]
+        if failed:
+            w = min(failed, key=lambda w: self.status[w, 1])
+            st, k, g = (int(x) for x in self.status[w])
+            return st, k, g
+        return K.OK, stop, -1
+
+    def close(self):
+        self.pool.shutdown(wait=False)
