@@ -1,4 +1,4 @@
-"""README.md stays true: its Python example runs and its model file loads, runs and errs as shown."""
+"""README.md stays true: its Python example runs, its model file loads, runs and errs as shown."""
 import contextlib
 import io
 import re

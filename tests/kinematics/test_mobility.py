@@ -31,3 +31,11 @@ def test_unassemblable_guess_is_reported():
     # crank + coupler + rocker = 0.8 m cannot span 2 m between the ground pivots
     result = mechanism_mobility(system, {"ground_length": 2.0})
     assert not result.assembled and result.n_q == 4
+
+
+def test_scissor_platform_moves_like_the_stewart_platform():
+    """Gruebler counts -6 (planar tongs loops in space); the Jacobian sees 6 dof, all driven."""
+    system = kinedyn.models.get("scissor-platform-6x1")
+    assert Topology(system.compile()).mobility.mobility == -6
+    assert mechanism_mobility(system).dof == 6
+    assert jacobian_mobility(system.compile()).dof == 0

@@ -54,3 +54,4 @@ def test_explicit_euler_gains_energy_and_newton_solvers_agree():
     nr = EmbeddedDynamics(model, integrator="euler", position_solver="newton").simulate(1.0, H)
     assert nr.channel("iterations").max() >= 1
     assert np.abs(nr.channel("body.rod.angle") - tri.channel("body.rod.angle")).max() <= 1e-9
+

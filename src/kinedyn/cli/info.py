@@ -192,7 +192,7 @@ def _mobility(ctx) -> str:
     if m.n_driver:
         kinds = ", ".join(f"{n} ({('joint', 'distance', 'pose')[int(k)]})"
                           for n, k in zip(m.driver_name, m.driver_kind))
-        lines.append(f"  drivers: {mob.drivers} equations: {kinds}")
+        lines.append(f"  drivers: {mob.drivers} equation{'' if mob.drivers == 1 else 's'}: {kinds}")
     free = mob.dof - len(mob.idle)
     lines.append(f"  degrees of freedom left after drivers: {mob.dof}"
                  + (f" ({free} without idle spins)" if mob.idle else "")

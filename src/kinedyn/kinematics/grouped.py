@@ -86,8 +86,9 @@ class GroupEngine:
     def solve_once(self, q, qd, qdd, t, tol, max_iter, fixed):
         """Positions, velocities, accelerations at one time: ``(status, iterations, residual,
         failed group)``."""
-        return solve_groups_once(self.kin.data, self.kin.work, self.solvers, self.sworks, self.plans,
-                                 self.pws, self.order, q, qd, qdd, float(t), tol, max_iter, fixed)
+        return solve_groups_once(self.kin.data, self.kin.work, self.solvers, self.sworks,
+                                 self.plans, self.pws, self.order, q, qd, qdd, float(t), tol,
+                                 max_iter, fixed)
 
     def run(self, times, q, qd, qdd, start, stop, tol, max_iter, fixed, extrapolate, outs):
         """Steps ``start..stop-1``: ``(status, step, failed group)``."""

@@ -17,6 +17,7 @@ from .planar import double_pendulum, four_bar, parallelogram, rrr3, slider_crank
 from .scissor import scissor_platform
 from .scissor import from_name as _scissor_from_name
 from .stewart import gough_stewart, stewart_paper
+from .vehicle import quadruped, vehicle
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ MODELS: dict[str, ModelInfo] = {m.name: m for m in (
               "6-RSU Stewart platform of the Group Equations paper, terminal pose driven"),
     ModelInfo("stewart-paper-free", partial(stewart_paper, driven=False),
               "6-RSU Stewart platform, no drivers (6 dof)"),
+    ModelInfo("quadruped", quadruped, "quadruped of the sparse-relative paper (Figs. 1-3)"),
+    ModelInfo("vehicle", vehicle, "10-body vehicle, MacPherson composite joints (sparse paper)"),
     ModelInfo("scissor-platform-6x1", partial(scissor_platform, 6, 1),
               "6 legs of handle + 1-stage scissor chain + stick (Group Equations benchmark "
               "family scissor-platform-<legs>x<stages>), terminal pose driven"),

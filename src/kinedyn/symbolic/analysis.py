@@ -104,10 +104,10 @@ def _channels(system, Q, QD, QDD, res, it) -> dict:
         ch[f"coordinate.{c.name}_d"] = QD[:, i]
         ch[f"coordinate.{c.name}_dd"] = QDD[:, i]
         body, _, comp = c.name.partition(".")
-        if comp == "angle":
-            ch[f"body.{body}.angle"] = q
-            ch[f"body.{body}.angle_d"] = QD[:, i]
-            ch[f"body.{body}.angle_dd"] = QDD[:, i]
+        if comp in ("angle", "x", "y"):  # body angle, or the origin of an absolute body
+            ch[f"body.{body}.{comp}"] = q
+            ch[f"body.{body}.{comp}_d"] = QD[:, i]
+            ch[f"body.{body}.{comp}_dd"] = QDD[:, i]
     ch["residual.position"] = res
     ch["iterations"] = it.astype(float)
     return ch

@@ -22,7 +22,7 @@ import sympy as sp
 
 from ..errors import ModelError, SolverError
 from ..io.results import Results
-from ..model.compiled import FRAME_CODE, JOINT_CODE, CompiledModel
+from ..model.compiled import FRAME_CODE, CompiledModel
 from .analysis import _channels
 from .codegen import Kernel
 from .equations import T, PlanarEquations, _function_expr, _vec, planar_coordinates

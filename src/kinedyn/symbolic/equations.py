@@ -303,8 +303,8 @@ def planar_coordinates(model: CompiledModel, absolute=(), independent=None,
             phi.append(sp.expand(((pb - pa).T * _perp(u))[0]))
             names.append(f"joint {jn}: normal")
         if jt in (JOINT_CODE["prismatic"], JOINT_CODE["fixed"]):
-            ua, ub = R[a] * sp.Matrix([1, 0]), R[b] * (model.joint_rotation[j].T @ [1, 0])
-            ub = sp.Matrix([_num(x, tol) for x in (R[b] * _vec(model.joint_rotation[j].T @ [1, 0], tol))])
+            # a's x axis parallel to where the locked relative rotation puts it on b
+            ua, ub = R[a] * sp.Matrix([1, 0]), R[b] * _vec(model.joint_rotation[j].T @ [1, 0], tol)
             phi.append(sp.expand(ua[0] * ub[1] - ua[1] * ub[0]))
             names.append(f"joint {jn}: angle")
         if jt == JOINT_CODE["rod"]:

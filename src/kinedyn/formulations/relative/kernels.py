@@ -160,6 +160,9 @@ def calc_spatial_inertias(link_mass, link_com, link_inertia, R, p, I):
     c = np.empty(3)
     for k in range(n):
         m = link_mass[k]
+        if m == 0.0:             # a massless link inside a multi-coordinate joint
+            I[k, :, :] = 0.0
+            continue
         for i in range(3):
             c[i] = p[k, i] + R[k, i, 0] * link_com[k, 0] + R[k, i, 1] * link_com[k, 1] \
                 + R[k, i, 2] * link_com[k, 2]

@@ -111,8 +111,11 @@ class JointTree:
         labels = {("revolute", 0): "angle", ("cylindrical", 0): "angle",
                   ("prismatic", 0): "displacement", ("cylindrical", 1): "displacement"}
         jt = self.model.joint_type_name(joint)
-        self.link_name.append(f"{self.model.joint_name[joint]}."
-                              f"{labels.get((jt, comp), f'{jt[:3]}{comp}')}")
+        other = {"free": ("x", "y", "angle") if self.model.dim == 2 else
+                 ("x", "y", "z", "yaw", "pitch", "roll"),
+                 "spherical": ("rx", "ry", "rz"), "universal": ("angle_a", "angle_b")}
+        label = labels.get((jt, comp)) or other[jt][comp]
+        self.link_name.append(f"{self.model.joint_name[joint]}.{label}")
         self.q0.append(float(q0))
         self.joint_links.setdefault(joint, []).append(len(self.link_parent) - 1)
         return len(self.link_parent) - 1
@@ -177,7 +180,7 @@ class JointTree:
             k2 = self._link(k1, R_JOINT, EZ, Ca.T @ RAB0 @ Cb, np.zeros(3), j, 1, 0.0)
             self._attach(b, k2, Cb.T, -Cb.T @ pb)
         elif jt == "free":
-            pAB = RWa.T @ (self.p0[b] - self.p0[a]) if not flip else RWa.T @ (self.p0[b] - self.p0[a])
+            pAB = RWa.T @ (self.p0[b] - self.p0[a])
             k = La
             trans = (EX, EY) if d2 else (EX, EY, EZ)
             rots = ((2, EZ),) if d2 else ((2, EZ), (1, EY), (0, EX))
