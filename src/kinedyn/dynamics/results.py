@@ -5,6 +5,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ..errors import SolverError
 from ..io.results import Results
 from ..kinematics.results import residual_history
 from .evaluate import state_derivatives
@@ -53,9 +54,24 @@ class DynamicResults(Results):
         system, work = self.dyn.acceleration_evaluator()
         Y = np.hstack([self.q, self.qd])
         out = np.zeros_like(Y)
-        st = state_derivatives(system, work, self.time, Y, out)
-        if st != 0:
-            raise RuntimeError(f"acceleration evaluation failed (status {st})")
+        k = 0
+        while k < len(Y):
+            st = state_derivatives(system, work, self.time[k:], Y[k:], out[k:])
+            if st == 0:
+                break
+            # The sparse solver's static pivots come from the initial configuration and can go
+            # bad along the run (the integrator re-analyses there too): find the failing sample,
+            # re-analyse at it and carry on from it.
+            while state_derivatives(system, work, self.time[k:k + 1], Y[k:k + 1],
+                                    out[k:k + 1]) == 0:
+                k += 1
+            system, work = self.dyn.acceleration_evaluator(self.q[k])
+            st = state_derivatives(system, work, self.time[k:k + 1], Y[k:k + 1], out[k:k + 1])
+            if st != 0:
+                raise SolverError(f"constrained accelerations cannot be evaluated at "
+                                  f"t = {self.time[k]:.6g} s (status {st}): the constraint "
+                                  f"Jacobian is singular there")
+            k += 1
         return out[:, self.q.shape[1]:]
 
     def _compute_channels(self) -> dict:

@@ -210,10 +210,11 @@ class Dynamics:
         self.y = np.concatenate([q[ind], qd[ind]])
         self.n_pos = len(ind)
 
-    def acceleration_evaluator(self):
+    def acceleration_evaluator(self, q=None):
         """An index-1 (augmented, no Baumgarte) system on the full state [q; qd]: exact
-        constrained accelerations of any state, whatever method produced it."""
-        q, qd = self.q_initial, self.qd_initial
+        constrained accelerations of any state, whatever method produced it. The sparse solver
+        is analysed at ``q`` (default: the initial configuration)."""
+        q = self.q_initial if q is None else q
         saved = self.baumgarte
         self.baumgarte = (0.0, 0.0)
         try:

@@ -32,8 +32,15 @@ STRATEGIES = ("global", "groups")
 
 
 def formulation_for(model_or_formulation, name: str = "natural"):
-    """A formulation object from a compiled model (or pass one through)."""
+    """A formulation object from a compiled model or a :class:`~kinedyn.model.System` (compiled
+    here, which validates it), or pass a formulation object through."""
+    from ..model import System
+    if isinstance(model_or_formulation, System):
+        model_or_formulation = model_or_formulation.compile()
     if not isinstance(model_or_formulation, CompiledModel):
+        if not hasattr(model_or_formulation, "model"):
+            raise TypeError(f"expected a System, a CompiledModel or a formulation object, got "
+                            f"{type(model_or_formulation).__name__}")
         return model_or_formulation
     if name == "natural":
         from ..formulations.natural import Natural
