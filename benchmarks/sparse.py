@@ -1,18 +1,16 @@
-"""Sparse-relative paper, Table 2, on the vehicle: ``python benchmarks/sparse.py [--quick]``.
+"""Sparse-relative paper, Table 2, on the vehicle: total time of the 10 s double lane change per
+solver and numbering, linear solve alone, real-time factor, lane-change plots.
 
-Same as ``kinedyn bench sparse``; writes results/bench/sparse.{json,md} and the lane-change
-plots."""
+    python benchmarks/sparse.py [--quick] [--out DIR]
+
+Same as ``kinedyn bench sparse`` (:mod:`kinedyn.bench.sparse`); writes sparse.json and sparse.md
+to DIR (default results/bench).
+"""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from kinedyn.bench.sparse import run
+from kinedyn.cli import main
 
 if __name__ == "__main__":
-    out = Path("results/bench")
-    out.mkdir(parents=True, exist_ok=True)
-    report = run(quick="--quick" in sys.argv, out_dir=out)
-    js, md = report.write(out)
-    print(report.to_markdown())
-    print(f"written: {js}, {md}")
+    sys.exit(main(["bench", "sparse", *sys.argv[1:]]))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import time
 
 from ..errors import UnknownNameError
 from .common import output_dir
@@ -33,7 +34,9 @@ def run(args) -> int:
     out = output_dir(args.out, "results/bench")
     for name in chosen:
         module = importlib.import_module(f"kinedyn.bench.{name}")
+        start = time.perf_counter()
         report = module.run(quick=args.quick, out_dir=out)
+        report.settings["benchmark wall time"] = f"{time.perf_counter() - start:.1f} s"
         js, md = report.write(out)
         print(report.to_markdown())
         print(f"written: {js}, {md}")

@@ -28,7 +28,6 @@ from typing import NamedTuple
 
 import numba as nb
 import numpy as np
-from numba.extending import overload
 
 from ..formulations import protocol
 from ..kinematics import kernels as K
@@ -172,26 +171,7 @@ def _augmented_project(system, work, y, t):
     return 0
 
 
-def _copy_state(system, work, y, t, out):
-    out[:] = y
-
-
-@overload(protocol.calc_state_derivative, jit_options=protocol.JIT)
-def _ov_aug_derivative(system, work, y, t, ydot):
-    if protocol.is_type(system, Augmented):
-        return _augmented_derivative
-
-
-@overload(protocol.post_step, jit_options=protocol.JIT)
-def _ov_aug_post(system, work, y, t):
-    if protocol.is_type(system, Augmented):
-        return _augmented_project
-
-
-@overload(protocol.record_state, jit_options=protocol.JIT)
-def _ov_aug_record(system, work, y, t, out):
-    if protocol.is_type(system, Augmented):
-        return _copy_state
+protocol.implement_ode(Augmented, _augmented_derivative, post=_augmented_project)
 
 
 # ---- penalty (augmented Lagrangian) -------------------------------------------------------------
@@ -288,26 +268,7 @@ def _penalty_derivative(system, work, y, t, ydot):
     return 0
 
 
-def _no_post(system, work, y, t):
-    return 0
-
-
-@overload(protocol.calc_state_derivative, jit_options=protocol.JIT)
-def _ov_pen_derivative(system, work, y, t, ydot):
-    if protocol.is_type(system, Penalty):
-        return _penalty_derivative
-
-
-@overload(protocol.post_step, jit_options=protocol.JIT)
-def _ov_pen_post(system, work, y, t):
-    if protocol.is_type(system, Penalty):
-        return _no_post
-
-
-@overload(protocol.record_state, jit_options=protocol.JIT)
-def _ov_pen_record(system, work, y, t, out):
-    if protocol.is_type(system, Penalty):
-        return _copy_state
+protocol.implement_ode(Penalty, _penalty_derivative)
 
 
 # ---- coordinate partitioning --------------------------------------------------------------------
@@ -412,19 +373,5 @@ influence = _influence_c
 _augmented_derivative_c = nb.njit(cache=True, nogil=True)(_augmented_derivative)
 
 
-@overload(protocol.calc_state_derivative, jit_options=protocol.JIT)
-def _ov_part_derivative(system, work, y, t, ydot):
-    if protocol.is_type(system, Partitioned):
-        return _partitioned_derivative
-
-
-@overload(protocol.post_step, jit_options=protocol.JIT)
-def _ov_part_post(system, work, y, t):
-    if protocol.is_type(system, Partitioned):
-        return _partitioned_post
-
-
-@overload(protocol.record_state, jit_options=protocol.JIT)
-def _ov_part_record(system, work, y, t, out):
-    if protocol.is_type(system, Partitioned):
-        return _partitioned_record
+protocol.implement_ode(Partitioned, _partitioned_derivative, post=_partitioned_post,
+                       record=_partitioned_record)

@@ -34,7 +34,6 @@ from typing import NamedTuple
 
 import numba as nb
 import numpy as np
-from numba.extending import overload
 
 from ..formulations import protocol
 from ..formulations.relative import Relative
@@ -199,30 +198,7 @@ def _derivative(system, work, y, t, ydot):
     return 0
 
 
-def _no_post(system, work, y, t):
-    return 0
-
-
-def _record(system, work, y, t, out):
-    out[:] = y
-
-
-@overload(protocol.calc_state_derivative, jit_options=protocol.JIT)
-def _ov_derivative(system, work, y, t, ydot):
-    if protocol.is_type(system, Vehicle):
-        return _derivative
-
-
-@overload(protocol.post_step, jit_options=protocol.JIT)
-def _ov_post(system, work, y, t):
-    if protocol.is_type(system, Vehicle):
-        return _no_post
-
-
-@overload(protocol.record_state, jit_options=protocol.JIT)
-def _ov_record(system, work, y, t, out):
-    if protocol.is_type(system, Vehicle):
-        return _record
+protocol.implement_ode(Vehicle, _derivative)
 
 
 class LaneChangeResults(NamedTuple):

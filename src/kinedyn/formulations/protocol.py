@@ -27,6 +27,8 @@ Conventions (DESIGN.md): ``phi_q @ qdd = gamma``; ``M qdd + phi_q.T @ lam = Q``.
 """
 from __future__ import annotations
 
+from numba.extending import overload
+
 JIT = {"cache": True, "nogil": True}
 
 
@@ -90,3 +92,32 @@ built. Status 0 = ok, 1 = (numerically) singular, 2 = pivot too small for the st
 
 solve = _stub("solve")
 """solve(solver, work, rhs): overwrite ``rhs`` with the solution, using the last factorisation."""
+
+
+def _no_post(system, work, y, t):
+    return 0
+
+
+def _copy_state(system, work, y, t, out):
+    out[:] = y
+
+
+def implement_ode(cls, derivative, post=_no_post, record=_copy_state) -> None:
+    """Implement the state-space protocol for a method NamedTuple ``cls``:
+    ``calc_state_derivative`` by ``derivative(system, work, y, t, ydot)``, ``post_step`` by
+    ``post`` (default: no correction) and ``record_state`` by ``record`` (default: the state as
+    it is). The implementations are plain Python functions that Numba compiles in place."""
+    def ov_derivative(system, work, y, t, ydot):
+        if is_type(system, cls):
+            return derivative
+
+    def ov_post(system, work, y, t):
+        if is_type(system, cls):
+            return post
+
+    def ov_record(system, work, y, t, out):
+        if is_type(system, cls):
+            return record
+    overload(calc_state_derivative, jit_options=JIT)(ov_derivative)
+    overload(post_step, jit_options=JIT)(ov_post)
+    overload(record_state, jit_options=JIT)(ov_record)

@@ -16,7 +16,8 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from .kernels import REVOLUTE, HDCAData, HDCAWork, forward_kinematics, register_ode
+from .. import protocol
+from .kernels import REVOLUTE, HDCAData, HDCAWork, forward_kinematics
 
 
 class DenseChain(NamedTuple):
@@ -123,4 +124,4 @@ def dense_derivative(system, work, y, t, ydot):
     return 0
 
 
-register_ode(DenseChain, dense_derivative)
+protocol.implement_ode(DenseChain, dense_derivative)

@@ -28,7 +28,6 @@ from typing import NamedTuple
 
 import numba as nb
 import numpy as np
-from numba.extending import overload
 
 from ..._unmanaged import unmanaged
 from ...linalg.inversion import inverse_2x2, ldup_inverse
@@ -508,40 +507,12 @@ def hdca_derivative(data, work, q, p, qd, pd) -> int:
 
 
 # ---- the compiled protocol: HDCA is itself an ODE on y = [q; p] -------------------------------------
-def _no_post(system, work, y, t):
-    return 0
-
-
-def _record(system, work, y, t, out):
-    out[:] = y
-
-
-def register_ode(cls, derivative) -> None:
-    """Implement the protocol for a NamedTuple ``cls`` that is an ODE on its own state:
-    ``calc_state_derivative`` by ``derivative(system, work, y, t, ydot)``, no post-step
-    correction, the state recorded as it is."""
-    def ov_derivative(system, work, y, t, ydot):
-        if protocol.is_type(system, cls):
-            return derivative
-
-    def ov_post(system, work, y, t):
-        if protocol.is_type(system, cls):
-            return _no_post
-
-    def ov_record(system, work, y, t, out):
-        if protocol.is_type(system, cls):
-            return _record
-    overload(protocol.calc_state_derivative, jit_options=protocol.JIT)(ov_derivative)
-    overload(protocol.post_step, jit_options=protocol.JIT)(ov_post)
-    overload(protocol.record_state, jit_options=protocol.JIT)(ov_record)
-
-
 def _derivative(system, work, y, t, ydot):
     n = system.n_j
     return hdca_derivative(system, work, y[:n], y[n:], ydot[:n], ydot[n:])
 
 
-register_ode(HDCAData, _derivative)
+protocol.implement_ode(HDCAData, _derivative)
 
 
 # ---- whole-trajectory outputs -------------------------------------------------------------------------
