@@ -41,39 +41,16 @@ def make_scratch(n_y: int) -> np.ndarray:
 
 @nb.njit(cache=True, nogil=True)
 def step(system, work, y, t, dt, method, n_pos, second_order, scratch):
-    """Advance ``y`` in place from ``t`` to ``t + dt``; return a status (0 = ok).
-
-    The stages are one loop with a single call of the state derivative, so a derivative
-    inlined into the step (HDCA's) is compiled once, not once per stage: stage ``s`` evaluates
-    ``k_s`` at the trial state ``yt`` built from ``y`` and ``k_(s-1)``.
-    """
+    """Advance ``y`` in place from ``t`` to ``t + dt``; return a status (0 = ok)."""
     n = y.shape[0]
-    yt = scratch[4]
-    if method == RK4:
-        n_stage = 4
-    elif method == SEMI_IMPLICIT_EULER and not second_order:
-        n_stage = 2  # momenta first, then positions from the new momenta
-    else:
-        n_stage = 1
-    h2 = 0.5 * dt
-    for s in range(n_stage):
-        ts = t
-        if s == 0:
-            for i in range(n):
-                yt[i] = y[i]
-        elif method == RK4:  # y + dt/2 k1, y + dt/2 k2, y + dt k3
-            c = h2 if s < 3 else dt
-            ts = t + c
-            k = scratch[s - 1]
-            for i in range(n):
-                yt[i] = y[i] + c * k[i]
-        else:                # semi-implicit Euler: the new momenta
-            for i in range(n_pos, n):
-                yt[i] = y[i] + dt * scratch[0, i]
-        st = protocol.calc_state_derivative(system, work, yt, ts, scratch[s])
-        if st != 0:
-            return st
     k1 = scratch[0]
+    k2 = scratch[1]
+    k3 = scratch[2]
+    k4 = scratch[3]
+    yt = scratch[4]
+    st = protocol.calc_state_derivative(system, work, y, t, k1)
+    if st != 0:
+        return st
     if method == EULER:
         for i in range(n):
             y[i] += dt * k1[i]
@@ -84,12 +61,28 @@ def step(system, work, y, t, dt, method, n_pos, second_order, scratch):
             for i in range(n_pos):
                 y[i] += dt * y[n_pos + i]
         else:
+            st = protocol.calc_state_derivative(system, work, y, t, k2)
+            if st != 0:
+                return st
             for i in range(n_pos):
-                y[i] += dt * scratch[1, i]
+                y[i] += dt * k2[i]
     else:
-        k2 = scratch[1]
-        k3 = scratch[2]
-        k4 = scratch[3]
+        h2 = 0.5 * dt
+        for i in range(n):
+            yt[i] = y[i] + h2 * k1[i]
+        st = protocol.calc_state_derivative(system, work, yt, t + h2, k2)
+        if st != 0:
+            return st
+        for i in range(n):
+            yt[i] = y[i] + h2 * k2[i]
+        st = protocol.calc_state_derivative(system, work, yt, t + h2, k3)
+        if st != 0:
+            return st
+        for i in range(n):
+            yt[i] = y[i] + dt * k3[i]
+        st = protocol.calc_state_derivative(system, work, yt, t + dt, k4)
+        if st != 0:
+            return st
         for i in range(n):
             y[i] += dt / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i])
     return protocol.post_step(system, work, y, t + dt)

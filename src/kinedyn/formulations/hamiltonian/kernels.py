@@ -509,9 +509,10 @@ def hdca_derivative(data, work, q, p, qd, pd) -> int:
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def evaluate_state(data, work, y, ydot) -> int:
-    """``ydot = [qd; pd]`` at ``y = [q; p]``, inlined into the integrators' step (one call site
-    per step): the unmanaged views made here let LLVM drop every reference count of the passes,
-    and no struct of array descriptors is copied per evaluation."""
+    """``ydot = [qd; pd]`` at ``y = [q; p]`` with the passes inlined into the caller (the
+    protocol derivative): the unmanaged views made here let LLVM drop every reference count,
+    and no second call (with its by-value copy of the NamedTuples' array descriptors) is made
+    per evaluation."""
     n = data.n_j
     return evaluate(unmanaged(data), unmanaged(work), unmanaged(y[:n]), unmanaged(y[n:]),
                     unmanaged(ydot[:n]), unmanaged(ydot[n:]))
@@ -528,9 +529,12 @@ def _record(system, work, y, t, out):
 
 def register_ode(cls, derivative, record=_record) -> None:
     """Implement the protocol for a NamedTuple ``cls`` that is an ODE on its own state:
-    ``calc_state_derivative`` by ``derivative(system, work, y, t, ydot)`` (inlined into the
-    caller), no post-step correction, the state recorded by ``record(system, work, y, t, out)``
-    (default: as it is)."""
+    ``calc_state_derivative`` by ``derivative(system, work, y, t, ydot)``, no post-step
+    correction, the state recorded by ``record(system, work, y, t, out)`` (default: as it is).
+
+    The derivative stays a real call (one per stage): inlined into the integrators' step at the
+    Numba IR level (``overload(..., inline="always")``) every RK4 stage's derivative read back
+    as the last one's (Numba 0.68), so only the passes are inlined, into the derivative."""
     def ov_derivative(system, work, y, t, ydot):
         if protocol.is_type(system, cls):
             return derivative
@@ -542,8 +546,7 @@ def register_ode(cls, derivative, record=_record) -> None:
     def ov_record(system, work, y, t, out):
         if protocol.is_type(system, cls):
             return record
-    overload(protocol.calc_state_derivative, jit_options=protocol.JIT,
-             inline="always")(ov_derivative)
+    overload(protocol.calc_state_derivative, jit_options=protocol.JIT)(ov_derivative)
     overload(protocol.post_step, jit_options=protocol.JIT)(ov_post)
     overload(protocol.record_state, jit_options=protocol.JIT)(ov_record)
 
