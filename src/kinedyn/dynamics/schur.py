@@ -27,7 +27,6 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 import scipy.sparse as sps
-from numba.extending import overload
 from scipy.sparse.csgraph import connected_components
 
 from ..formulations import protocol
@@ -275,24 +274,4 @@ def _schur_project(s, w, y, t):
     return st
 
 
-@overload(protocol.calc_state_derivative, jit_options=protocol.JIT, inline="always")
-def _ov_derivative(system, work, y, t, ydot):
-    if protocol.is_type(system, Schur):
-        return lambda system, work, y, t, ydot: _schur_derivative(system, work, y, t, ydot)
-
-
-@overload(protocol.post_step, jit_options=protocol.JIT, inline="always")
-def _ov_post(system, work, y, t):
-    if protocol.is_type(system, Schur):
-        return lambda system, work, y, t: _schur_project(system, work, y, t)
-
-
-@overload(protocol.record_state, jit_options=protocol.JIT, inline="always")
-def _ov_record(system, work, y, t, out):
-    if protocol.is_type(system, Schur):
-        return lambda system, work, y, t, out: _copy(y, out)
-
-
-@nb.njit(cache=True, nogil=True)
-def _copy(y, out):
-    out[:] = y
+protocol.implement_ode(Schur, _schur_derivative, post=_schur_project, inline="always")

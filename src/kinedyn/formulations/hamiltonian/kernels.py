@@ -506,10 +506,20 @@ def hdca_derivative(data, work, q, p, qd, pd) -> int:
                     unmanaged(qd), unmanaged(pd))
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def evaluate_state(data, work, y, ydot) -> int:
+    """``ydot = [qd; pd]`` at ``y = [q; p]`` with the passes inlined into the caller (the
+    protocol derivative): the unmanaged views made here let LLVM drop every reference count,
+    and no second call (with its by-value copy of the NamedTuples' array descriptors) is made
+    per evaluation."""
+    n = data.n_j
+    return evaluate(unmanaged(data), unmanaged(work), unmanaged(y[:n]), unmanaged(y[n:]),
+                    unmanaged(ydot[:n]), unmanaged(ydot[n:]))
+
+
 # ---- the compiled protocol: HDCA is itself an ODE on y = [q; p] -------------------------------------
 def _derivative(system, work, y, t, ydot):
-    n = system.n_j
-    return hdca_derivative(system, work, y[:n], y[n:], ydot[:n], ydot[n:])
+    return evaluate_state(system, work, y, ydot)
 
 
 protocol.implement_ode(HDCAData, _derivative)
