@@ -28,7 +28,8 @@ import numpy as np
 from ..errors import ModelError, SolverError
 from ..formulations.hamiltonian import Hamiltonian, hdca_derivative
 from ..formulations.hamiltonian import natural_map as NM
-from ..formulations.hamiltonian.kernels import evaluate_state, register_ode
+from ..formulations import protocol
+from ..formulations.hamiltonian.kernels import evaluate_state
 from ..io.results import Results
 from . import integrators as I
 
@@ -150,7 +151,7 @@ def _method_record(system, work, y, t, out):
     NM.to_natural(system.natural, work.hdca, out)
 
 
-register_ode(HDCAMethod, _method_derivative, _method_record)
+protocol.implement_ode(HDCAMethod, _method_derivative, record=_method_record)
 
 
 def dynamics_method(f, q_nat, qd_nat):
