@@ -11,7 +11,8 @@ which Numba cannot cache).
 
 Implementing a protocol function for a new data class::
 
-    from numba.extending import overload
+    from numba.core.dispatcher import Dispatcher
+from numba.extending import overload
     from kinedyn.formulations import protocol
 
     @overload(protocol.calc_phi, jit_options=protocol.JIT)
@@ -27,6 +28,7 @@ Conventions (DESIGN.md): ``phi_q @ qdd = gamma``; ``M qdd + phi_q.T @ lam = Q``.
 """
 from __future__ import annotations
 
+from numba.core.dispatcher import Dispatcher
 from numba.extending import overload
 
 JIT = {"cache": True, "nogil": True}
@@ -102,18 +104,39 @@ def _copy_state(system, work, y, t, out):
     out[:] = y
 
 
+_WRAPPERS = {  # dispatchers are called from these, so their argument names are free
+    "system, work, y, t, ydot": lambda f: lambda system, work, y, t, ydot: f(system, work, y, t,
+                                                                              ydot),
+    "system, work, y, t": lambda f: lambda system, work, y, t: f(system, work, y, t),
+    "system, work, y, t, out": lambda f: lambda system, work, y, t, out: f(system, work, y, t, out),
+}
+
+
+def _implementation(f, names: str):
+    """``f`` as an overload implementation with the generic's argument names (Numba wants them
+    equal): a plain Python function is compiled in place and must use those names; a dispatcher
+    is called from a thin wrapper."""
+    if isinstance(f, Dispatcher):
+        return _WRAPPERS[names](f)
+    if f.__code__.co_varnames[:f.__code__.co_argcount] != tuple(names.split(", ")):
+        raise TypeError(f"{f.__qualname__}: arguments must be named ({names})")
+    return f
+
+
 def implement_ode(cls, derivative, post=_no_post, record=_copy_state, inline="never") -> None:
     """Implement the state-space protocol for a method NamedTuple ``cls``:
     ``calc_state_derivative`` by ``derivative(system, work, y, t, ydot)``, ``post_step`` by
-    ``post`` (default: no correction) and ``record_state`` by ``record`` (default: the state as
-    it is). The implementations are plain Python functions (or the Python functions of Numba
-    dispatchers) that Numba compiles in place.
+    ``post(system, work, y, t)`` (default: no correction) and ``record_state`` by
+    ``record(system, work, y, t, out)`` (default: the state as it is); plain Python functions
+    (compiled in place) or Numba dispatchers.
 
-    ``inline="always"`` inlines them into the integrators at the Numba IR level (saves the
-    call and its by-value copy of the NamedTuples' array descriptors, ~µs on small models). Check
-    the result against ``"never"``: with Numba 0.68 the HDCA derivative, IR-inlined into the RK4
-    step, read every stage back as the last one's."""
-    derivative, post, record = (getattr(f, "py_func", f) for f in (derivative, post, record))
+    ``inline="always"`` inlines the protocol calls into the integrators at the Numba IR level
+    (saves the call and its by-value copy of the NamedTuples' array descriptors, ~µs on small
+    models). Check the result against ``"never"``: with Numba 0.68 the HDCA derivative,
+    IR-inlined into the RK4 step, read every stage back as the last one's."""
+    derivative = _implementation(derivative, "system, work, y, t, ydot")
+    post = _implementation(post, "system, work, y, t")
+    record = _implementation(record, "system, work, y, t, out")
 
     def ov_derivative(system, work, y, t, ydot):
         if is_type(system, cls):
