@@ -12,6 +12,7 @@ from __future__ import annotations
 import time as _time
 
 import numpy as np
+import sympy as sp
 
 from ..errors import AssemblyError, ConvergenceError, ModelError, UnknownNameError
 from ..io.results import Results
@@ -26,7 +27,8 @@ POSITION_SOLVERS = {"triangular": 0, "blocks": 1, "newton": 2}
 class TriangularKinematics:
     """Kinematics of a fully driven model with generated kernels.
 
-    model: CompiledModel (planar joint coordinates, ``absolute`` bodies in mixed coordinates)
+    model: CompiledModel (planar joint coordinates, ``absolute`` bodies in mixed coordinates;
+    ``joint_angles``, ``cut`` as in :func:`~.equations.planar_coordinates`)
     or a :class:`ConstraintSystem` with ``inputs``. position_solver: ``triangular`` (default),
     ``blocks`` or ``newton``. tol / max_iter apply to Newton (baselines and blocks the plan
     iterates). Plan options (``time_limit``, ``sine_first``, ``track``, ``order``) go to
@@ -34,11 +36,12 @@ class TriangularKinematics:
     """
 
     def __init__(self, model, *, position_solver: str = "triangular", absolute=(),
-                 tol: float = 1e-10, max_iter: int = 20, plan=None, **plan_options):
+                 joint_angles: bool = False, cut=(), tol: float = 1e-10, max_iter: int = 20,
+                 plan=None, **plan_options):
         if position_solver not in POSITION_SOLVERS:
             raise UnknownNameError("position solver", position_solver, POSITION_SOLVERS)
         if isinstance(model, CompiledModel):
-            model = planar_coordinates(model, absolute=absolute)
+            model = planar_coordinates(model, absolute=absolute, joint_angles=joint_angles, cut=cut)
         if not isinstance(model, ConstraintSystem):
             raise ModelError("TriangularKinematics needs a CompiledModel or a ConstraintSystem")
         if set(model.inputs) != set(model.independent):
@@ -104,10 +107,18 @@ def _channels(system, Q, QD, QDD, res, it) -> dict:
         ch[f"coordinate.{c.name}_d"] = QD[:, i]
         ch[f"coordinate.{c.name}_dd"] = QDD[:, i]
         body, _, comp = c.name.partition(".")
-        if comp in ("angle", "x", "y"):  # body angle, or the origin of an absolute body
+        if body != "joint" and comp in ("angle", "x", "y"):  # body angle, absolute body origin
             ch[f"body.{body}.{comp}"] = q
             ch[f"body.{body}.{comp}_d"] = QD[:, i]
             ch[f"body.{body}.{comp}_dd"] = QDD[:, i]
+    for b, expr in enumerate(getattr(system, "body_angle", [])[1:], start=1):
+        # every body's angle, a linear function of the angle coordinates (joint angles)
+        coef = np.array([float(sp.diff(expr, c.symbol)) for c in system.coordinates])
+        const = float(expr.xreplace({c.symbol: 0 for c in system.coordinates}))
+        name = system.model.body_name[b]
+        ch[f"body.{name}.angle"] = np.unwrap(Q @ coef + const)
+        ch[f"body.{name}.angle_d"] = QD @ coef
+        ch[f"body.{name}.angle_dd"] = QDD @ coef
     ch["residual.position"] = res
     ch["iterations"] = it.astype(float)
     return ch

@@ -43,6 +43,7 @@ class Step:
     branch: int = 1
     alternative: sp.Expr | None = None
     track: bool = False
+    separation: float = np.inf       # |root+ - root-| at the initial configuration
 
     @staticmethod
     def _coeffs(poly, var, degree):
@@ -129,8 +130,16 @@ class TriangularBlock:
     poly: Polynomialised
     basis: BasisResult
     steps: list[Step]
+    sine_first: frozenset = frozenset()   # angles whose sine is solved before their cosine
 
     kind = "triangular"
+
+    @property
+    def separation(self) -> float:
+        """Smallest distance between the two roots of a quadratic step at the initial
+        configuration (inf without quadratics): how well the solved unknowns tell the
+        assembly modes apart there."""
+        return min((s.separation for s in self.steps if s.degree == 2), default=np.inf)
 
     def assignments(self, system: ConstraintSystem) -> list[tuple[sp.Symbol, sp.Expr]]:
         """(target, expression) in evaluation order: steps, then angles by atan2 and lengths."""
@@ -230,7 +239,7 @@ def _newton_block(system, block, q, t, tol, max_iter):
 
 def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
               use_cache: bool = True, tol: float = 1e-12, track: bool = True,
-              sine_first=()) -> Plan:
+              sine_first=None) -> Plan:
     """Block-triangular solution plan of ``system`` with branches chosen at ``system.q0``.
 
     order: optional coordinate names, eliminated first to last (default: reverse traversal
@@ -253,34 +262,67 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
     if order is not None:
         rank = {system.index(n): k for k, n in enumerate(order)}
     plan = Plan(system)
+    fixed = None if sine_first is None else {system.coordinates[system.index(n)].symbol
+                                             for n in sine_first}
     for blk in btf.blocks:
-        unk = sorted((dep[u] for u in blk.unknowns), key=lambda i: rank.get(i, -i - 10 ** 6))
+        unk = tuple(sorted((dep[u] for u in blk.unknowns), key=lambda i: rank.get(i, -i - 10 ** 6)))
         eqs = tuple(sorted(blk.equations))
-        exprs = [system.phi[i] for i in eqs]
-        free = set().union(*(e.free_symbols for e in exprs))
-        known = [i for i in range(system.n_q) if i not in unk and system.coordinates[i].symbol in free]
-        co = system.coordinates
-        poly = polynomialise(exprs, [co[i].symbol for i in unk if co[i].angle],
-                             [co[i].symbol for i in unk if not co[i].angle],
-                             [co[i].symbol for i in known if co[i].angle],
-                             [co[i].symbol for i in known if not co[i].angle] + ([T] if T in free else []),
-                             tol=tol, sine_first={co[system.index(n)].symbol for n in sine_first})
-        res = groebner_basis(poly.polys, poly.unknowns + poly.knowns, time_limit, use_cache)
-        if not res.ok:
-            plan.blocks.append(NewtonBlock(eqs, tuple(unk), f"Groebner basis did not finish in "
-                                                            f"{time_limit:g} s (fall-back: Newton)"))
-            continue
-        if any(g.is_number and g != 0 for g in res.basis):
-            raise ModelError(f"{system.name}: constraints {[system.constraint_names[i] for i in eqs]} "
-                             "are inconsistent (Groebner basis {1})")
-        steps = extract_triangular(res.basis, poly.unknowns)
-        if isinstance(steps, str):
-            plan.blocks.append(NewtonBlock(eqs, tuple(unk), steps + " (fall-back: Newton)"))
-            continue
-        block = TriangularBlock(eqs, tuple(unk), poly, res, steps)
-        _choose_branches(system, block, system.q0, track=track)
+        block = _block(system, eqs, unk, fixed or set(), time_limit, use_cache, tol, track)
+        if fixed is None and block.kind == "triangular":
+            block = _auto_sine_first(system, block, time_limit, use_cache, tol, track)
         plan.blocks.append(block)
     return plan
+
+
+def _block(system, eqs, unk, sine_first, time_limit, use_cache, tol, track):
+    """One block: polynomials, basis, triangular steps and branches -- or a Newton block."""
+    exprs = [system.phi[i] for i in eqs]
+    free = set().union(*(e.free_symbols for e in exprs))
+    known = [i for i in range(system.n_q) if i not in unk and system.coordinates[i].symbol in free]
+    co = system.coordinates
+    poly = polynomialise(exprs, [co[i].symbol for i in unk if co[i].angle],
+                         [co[i].symbol for i in unk if not co[i].angle],
+                         [co[i].symbol for i in known if co[i].angle],
+                         [co[i].symbol for i in known if not co[i].angle] + ([T] if T in free else []),
+                         tol=tol, sine_first=sine_first)
+    res = groebner_basis(poly.polys, poly.unknowns + poly.knowns, time_limit, use_cache)
+    if not res.ok:
+        return NewtonBlock(eqs, unk, f"Groebner basis did not finish in {time_limit:g} s "
+                                     "(fall-back: Newton)")
+    if any(g.is_number and g != 0 for g in res.basis):
+        raise ModelError(f"{system.name}: constraints {[system.constraint_names[i] for i in eqs]} "
+                         "are inconsistent (Groebner basis {1})")
+    steps = extract_triangular(res.basis, poly.unknowns)
+    if isinstance(steps, str):
+        return NewtonBlock(eqs, unk, steps + " (fall-back: Newton)")
+    block = TriangularBlock(eqs, unk, poly, res, steps, frozenset(sine_first))
+    _choose_branches(system, block, system.q0, track=track)
+    return block
+
+
+def _auto_sine_first(system, block, time_limit, use_cache, tol, track):
+    """Which of s_x, c_x carries the +/- (automatic branch choice).
+
+    The two assembly modes of a quadratic step are mirror images about a line through the
+    step's pivot (a four-bar's rocker about the line from its pivot to the crank pin); their
+    cosines coincide when that line is horizontal, their sines when it is vertical, and a
+    fixed sign swaps modes where the solved unknown coincides. So for every angle whose s or
+    c is the unknown of a quadratic, the other order is tried too (one angle at a time) and
+    the variant whose two roots are farthest apart at the initial configuration -- the mirror
+    line farthest from the ambiguous direction -- is kept. ``sine_first=[...]`` overrides.
+    """
+    for x in _quadratic_angles(block):
+        other = _block(system, block.equations, block.unknowns, set(block.sine_first) ^ {x},
+                       time_limit, use_cache, tol, track)
+        if other.kind == "triangular" and other.separation > block.separation * (1 + 1e-9):
+            block = other
+    return block
+
+
+def _quadratic_angles(block):
+    angle_of = {v: x for x, sc in block.poly.trig.items() for v in sc}
+    return list(dict.fromkeys(angle_of[s.var] for s in block.steps
+                              if s.degree == 2 and s.var in angle_of))
 
 
 def _choose_branches(system, block, q0, t=0.0, track=True):
@@ -314,6 +356,7 @@ def _choose_branches(system, block, q0, t=0.0, track=True):
                 r = num(step._root(sgn).replace(lambda x: isinstance(x, sp.Max), lambda x: [a for a in x.args if a != 0][0]))
                 roots.append((abs(r - ref[step.var]), sgn, r.real))
             _, step.branch, value = min(roots)
+            step.separation = abs(roots[0][2] - roots[1][2])
             step.track = track
         else:
             value = num(step.expr).real
