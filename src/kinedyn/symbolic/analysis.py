@@ -18,10 +18,21 @@ from ..errors import AssemblyError, ConvergenceError, ModelError, UnknownNameErr
 from ..io.results import Results
 from ..model.compiled import CompiledModel
 from .equations import ConstraintSystem, planar_coordinates
+from .spatial import spatial_coordinates
 from .kernels import generate
 from .triangular import make_plan
 
 POSITION_SOLVERS = {"triangular": 0, "blocks": 1, "newton": 2}
+
+
+def coordinates(model: CompiledModel, **options) -> ConstraintSystem:
+    """Joint/mixed coordinates of a planar or spatial model (``absolute``, ``independent``)."""
+    return (spatial_coordinates if model.dim == 3 else planar_coordinates)(model, **options)
+
+
+def _planar_options(joint_angles, cut) -> dict:
+    """Planar-only coordinate options, passed only when used (spatial models take none)."""
+    return {"joint_angles": True, "cut": tuple(cut)} if joint_angles or cut else {}
 
 
 class TriangularKinematics:
@@ -41,7 +52,7 @@ class TriangularKinematics:
         if position_solver not in POSITION_SOLVERS:
             raise UnknownNameError("position solver", position_solver, POSITION_SOLVERS)
         if isinstance(model, CompiledModel):
-            model = planar_coordinates(model, absolute=absolute, joint_angles=joint_angles, cut=cut)
+            model = coordinates(model, absolute=absolute, **_planar_options(joint_angles, cut))
         if not isinstance(model, ConstraintSystem):
             raise ModelError("TriangularKinematics needs a CompiledModel or a ConstraintSystem")
         if set(model.inputs) != set(model.independent):
@@ -107,7 +118,7 @@ def _channels(system, Q, QD, QDD, res, it) -> dict:
         ch[f"coordinate.{c.name}_d"] = QD[:, i]
         ch[f"coordinate.{c.name}_dd"] = QDD[:, i]
         body, _, comp = c.name.partition(".")
-        if body != "joint" and comp in ("angle", "x", "y"):  # body angle, absolute body origin
+        if body != "joint" and comp in ("angle", "x", "y", "z", "phi", "theta", "psi"):  # absolute body pose
             ch[f"body.{body}.{comp}"] = q
             ch[f"body.{body}.{comp}_d"] = QD[:, i]
             ch[f"body.{body}.{comp}_dd"] = QDD[:, i]
