@@ -55,26 +55,3 @@ def test_explicit_euler_gains_energy_and_newton_solvers_agree():
     assert nr.channel("iterations").max() >= 1
     assert np.abs(nr.channel("body.rod.angle") - tri.channel("body.rod.angle")).max() <= 1e-9
 
-
-
-@pytest.mark.slow
-def test_3rrr_mixed_coordinates_embedded_agrees_with_projection():
-    """Thesis section 4.2.4: the 3-RRR in mixed coordinates (end-effector pose independent),
-    base torques tau1 = 0.5 sin t, tau2 = -0.25 cos t, tau3 = 0.5 sin 2t (horizontal plane):
-    three per-leg triangular blocks, exact constraints, same motion as the natural-coordinate
-    projection method (regression: its generated module used to fail to compile, Groebner
-    coefficients beyond int64 printed as integer literals)."""
-    model = kinedyn.models.get("3-rrr").compile()
-    ref = Dynamics(model, method="projection", integrator="rk4", solver="dense").simulate(T_END, H)
-    start = {f"platform.{c}": ref.channel(f"body.platform.{c}")[0] for c in ("x", "y", "angle")}
-    emb = EmbeddedDynamics(model, absolute=["platform"], integrator="rk4", initial=start)
-    assert [len(b.unknowns) for b in emb.plan.blocks] == [2, 2, 2] and emb.plan.fully_triangular
-    res = emb.simulate(T_END, H)
-    assert res.channel("residual.position").max() <= 1e-12
-    assert res.channel("iterations").max() == 0
-    assert np.ptp(res.channel("body.platform.x")) > 1e-3        # the torques move it
-    for ch in ("body.platform.x", "body.platform.y", "body.platform.angle",
-               "body.proximal1.angle", "body.proximal2.angle", "body.distal3.angle",
-               "body.platform.x_d", "body.proximal1.angle_d"):
-        a, r = res.channel(ch), ref.channel(ch)
-        assert np.abs(a - r).max() <= 1e-6 * max(1.0, np.abs(r).max()), ch
