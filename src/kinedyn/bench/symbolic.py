@@ -40,8 +40,7 @@ KINEMATIC = (("slider-crank-driven", {}), ("four-bar-driven", {}),
 #: thesis's (section 4.2.5: leg forces only, no gravity) in mixed coordinates (platform pose).
 DYNAMIC = (("slider-crank", {}, {}, {}), ("four-bar", {}, {}, {}),
            ("gough-stewart", {}, {"absolute": ["platform"]}, {"g": 0.0}),
-           ("3-rrr", {}, {"absolute": ["platform"]}, {}), ("stephenson3", {}, _S3, {}),
-           ("landing-gear", {}, _LG, {}))
+           ("3-rrr", {}, {"absolute": ["platform"]}, {}))
 #: natural-coordinate DAE baselines: the thesis's tuned Gough-Stewart settings (Table 4.10),
 #: generic ones elsewhere
 BAUMGARTE = {"gough-stewart": (1.0, 18.0)}
