@@ -88,7 +88,7 @@ class TriangularKinematics:
         mode = POSITION_SOLVERS[self.position_solver]
         wall = _time.perf_counter()
         k = self.generated.module.run(mode, times, q, Q, QD, QDD, res, it, self.tol,
-                                      self.max_iter, mode > 0)
+                                      self.max_iter, mode > 0 or not self.plan.fully_triangular)
         wall = _time.perf_counter() - wall
         if k >= 0:
             raise ConvergenceError(f"{sys_.name}: the {self.position_solver} position solver "
