@@ -250,7 +250,8 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
     coordinate names whose sine is solved before their cosine (the unknown of the quadratic
     should tell the assembly modes apart over the workspace: a four-bar's rocker cosine does
     not at crank angle pi, its sine does); default None chooses per block
-    (:func:`_auto_sine_first`), a list (even empty) overrides. reduce_knowns: intermediate-variable reduction
+    (:func:`_auto_sine_first`; not with ``reduce_knowns``, i.e. spatial systems keep the
+    default order their tests validate), a list (even empty) overrides. reduce_knowns: intermediate-variable reduction
     (:func:`reduce_known_coefficients`; default: the system's ``reduce_knowns`` attribute,
     True for spatial systems).
     """
@@ -276,7 +277,7 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
         eqs = tuple(sorted(blk.equations))
         block = _block(system, eqs, unk, fixed or set(), time_limit, use_cache, tol, track,
                        reduce_knowns)
-        if fixed is None and block.kind == "triangular":
+        if fixed is None and not reduce_knowns and block.kind == "triangular":
             block = _auto_sine_first(system, block, time_limit, use_cache, tol, track, reduce_knowns)
         plan.blocks.append(block)
     return plan
