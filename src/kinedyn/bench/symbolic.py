@@ -39,8 +39,7 @@ KINEMATIC = (("slider-crank-driven", {}), ("four-bar-driven", {}),
 #: (model, plan options, embedded options, model parameters); the Gough-Stewart run is the
 #: thesis's (section 4.2.5: leg forces only, no gravity) in mixed coordinates (platform pose).
 DYNAMIC = (("slider-crank", {}, {}, {}), ("four-bar", {}, {}, {}),
-           ("gough-stewart", {}, {"absolute": ["platform"]}, {"g": 0.0}),
-           ("3-rrr", {}, {"absolute": ["platform"]}, {}))
+           ("gough-stewart", {}, {"absolute": ["platform"]}, {"g": 0.0}))
 #: natural-coordinate DAE baselines: the thesis's tuned Gough-Stewart settings (Table 4.10),
 #: generic ones elsewhere
 BAUMGARTE = {"gough-stewart": (1.0, 18.0)}
