@@ -26,7 +26,8 @@ from ...model.tape import eval_tape
 from .. import protocol
 from .data import DDIST, DIST, DOT, DOTD, DRIVE, POINT, RelativeData
 
-_JIT = dict(cache=True, nogil=True)
+#: reassociation lets LLVM vectorise the short dot products (results change in the last bits)
+_JIT = dict(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 _LEAF = dict(cache=True, nogil=True, inline="always")
 _WRAP = _LEAF  # takes the NamedTuples: inlined, so no member is copied or ref-counted
 
@@ -154,32 +155,32 @@ def calc_accelerations_base_to_tip(link_parent, link_coord, S, qd, qdd, V, A):
 
 @nb.njit(**_JIT)
 def calc_spatial_inertias(link_mass, link_com, link_inertia, R, p, I):
-    """World spatial inertia of each link about the world origin (6 x 6)."""
+    """World spatial inertia of each link with mass about the world origin (6 x 6); the
+    entries of massless links (inside multi-coordinate joints) are not touched."""
     n = link_mass.shape[0]
-    Ic = np.empty((3, 3))
+    RJ = np.empty((3, 3))
     c = np.empty(3)
     for k in range(n):
         m = link_mass[k]
-        if m == 0.0:             # a massless link inside a multi-coordinate joint
-            I[k, :, :] = 0.0
+        if m == 0.0:
             continue
         for i in range(3):
             c[i] = p[k, i] + R[k, i, 0] * link_com[k, 0] + R[k, i, 1] * link_com[k, 1] \
                 + R[k, i, 2] * link_com[k, 2]
-        for i in range(3):  # R J R^T
             for j in range(3):
-                s = 0.0
-                for a in range(3):
-                    for b in range(3):
-                        s += R[k, i, a] * link_inertia[k, a, b] * R[k, j, b]
-                Ic[i, j] = s
+                RJ[i, j] = (R[k, i, 0] * link_inertia[k, 0, j] + R[k, i, 1] * link_inertia[k, 1, j]
+                            + R[k, i, 2] * link_inertia[k, 2, j])
         cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2]
         for i in range(3):
-            for j in range(3):
-                I[k, i, j] = Ic[i, j] + m * ((cc if i == j else 0.0) - c[i] * c[j])
+            for j in range(i + 1):  # R J R^T + m (|c|^2 1 - c c^T), symmetric
+                v = RJ[i, 0] * R[k, j, 0] + RJ[i, 1] * R[k, j, 1] + RJ[i, 2] * R[k, j, 2] \
+                    + m * ((cc if i == j else 0.0) - c[i] * c[j])
+                I[k, i, j] = v
+                I[k, j, i] = v
                 I[k, i, j + 3] = 0.0
-                I[k, i + 3, j] = 0.0
+                I[k, j, i + 3] = 0.0
                 I[k, i + 3, j + 3] = m if i == j else 0.0
+                I[k, j + 3, i + 3] = m if i == j else 0.0
         # m [c]x (upper right) and its transpose
         I[k, 0, 4], I[k, 0, 5] = -m * c[2], m * c[1]
         I[k, 1, 3], I[k, 1, 5] = m * c[2], -m * c[0]
@@ -190,25 +191,34 @@ def calc_spatial_inertias(link_mass, link_com, link_inertia, R, p, I):
 
 
 @nb.njit(**_JIT)
-def crba(link_parent, link_coord, mass_pos, S, I, Ic, values):
-    """Composite-rigid-body algorithm: mass-matrix entries a(q) in its CSR pattern."""
+def crba(link_parent, link_coord, link_mass, link_rep, rep_parent, mass_pos, S, I, Ic, values):
+    """Composite-rigid-body algorithm: mass-matrix entries a(q) in its CSR pattern.
+
+    Composites are summed tip-to-base over the representative links only (``link_rep``: a
+    massless link with one child shares that child's composite), ``a_ij = S_i . Ic_i S_j``
+    for j an ancestor of i."""
     n = link_parent.shape[0]
     for k in range(n):
-        for i in range(6):
-            for j in range(6):
-                Ic[k, i, j] = I[k, i, j]
+        if link_rep[k] == k:
+            if link_mass[k] == 0.0:
+                Ic[k, :, :] = 0.0
+            else:
+                for i in range(6):
+                    for j in range(6):
+                        Ic[k, i, j] = I[k, i, j]
     for k in range(n - 1, -1, -1):
-        par = link_parent[k]
-        if par >= 0:
+        up = rep_parent[k]
+        if link_rep[k] == k and up >= 0:
             for i in range(6):
                 for j in range(6):
-                    Ic[par, i, j] += Ic[k, i, j]
+                    Ic[up, i, j] += Ic[k, i, j]
     f = np.empty(6)
     for k in range(n):
+        r = link_rep[k]
         for i in range(6):
             s = 0.0
             for j in range(6):
-                s += Ic[k, i, j] * S[k, j]
+                s += Ic[r, i, j] * S[k, j]
             f[i] = s
         j = k
         while j >= 0:
@@ -266,6 +276,17 @@ def _point_rates(V, A, link, x, vel, acc, is_point):
     acc[0] = a0 + w1 * v2 - w2 * v1
     acc[1] = a1 + w2 * v0 - w0 * v2
     acc[2] = a2 + w0 * v1 - w1 * v0
+
+
+@nb.njit(**_LEAF)
+def _point_velocity(V, link, x, vel):
+    """Velocity of a body-fixed world point x."""
+    if link < 0:
+        vel[0] = vel[1] = vel[2] = 0.0
+        return
+    vel[0] = V[link, 3] + V[link, 1] * x[2] - V[link, 2] * x[1]
+    vel[1] = V[link, 4] + V[link, 2] * x[0] - V[link, 0] * x[2]
+    vel[2] = V[link, 5] + V[link, 0] * x[1] - V[link, 1] * x[0]
 
 
 @nb.njit(**_LEAF)
@@ -437,7 +458,8 @@ def mass_values(data, work, q, values, compute_positions):
         positions(data, work, q)
     calc_spatial_inertias(data.link_mass, data.link_com, data.link_inertia, work.R, work.p,
                           work.I)
-    crba(data.link_parent, data.link_coord, data.mass_pos, work.S, work.I, work.Ic, values)
+    crba(data.link_parent, data.link_coord, data.link_mass, data.link_rep, data.rep_parent,
+         data.mass_pos, work.S, work.I, work.Ic, values)
 
 
 @nb.njit(**_LEAF)
@@ -458,7 +480,7 @@ def applied_loads(data, work, t, F):
     """Spatial forces of point forces and springs on each link (F zeroed by the caller)."""
     tmp = work.tmp
     x, f, xa, xb = tmp[0], tmp[1], tmp[2], tmp[3]
-    va, vb, aa = tmp[4], tmp[5], tmp[6]
+    va, vb = tmp[4], tmp[5]
     for i in range(data.pf_link.shape[0]):
         lk = data.pf_link[i]
         for c in range(3):
@@ -477,8 +499,8 @@ def applied_loads(data, work, t, F):
         la, lb = data.sp_link_a[i], data.sp_link_b[i]
         _world_point(work.R, work.p, la, data.sp_pa[i], xa)
         _world_point(work.R, work.p, lb, data.sp_pb[i], xb)
-        _point_rates(work.V, work.A, la, xa, va, aa, True)
-        _point_rates(work.V, work.A, lb, xb, vb, aa, True)
+        _point_velocity(work.V, la, xa, va)
+        _point_velocity(work.V, lb, xb, vb)
         L = math.sqrt((xb[0] - xa[0]) ** 2 + (xb[1] - xa[1]) ** 2 + (xb[2] - xa[2]) ** 2)
         if L < 1e-12:
             continue
@@ -507,6 +529,10 @@ def rnea_tip_to_base(data, work, out):
     h = np.empty(6)
     a = np.empty(6)
     for k in range(n):
+        if data.link_mass[k] == 0.0:       # no inertia: only the applied loads
+            for i in range(6):
+                work.F[k, i] = -work.F[k, i]
+            continue
         for i in range(3):
             a[i] = work.A[k, i]
             a[i + 3] = work.A[k, i + 3] - g[i]
@@ -622,6 +648,8 @@ def trajectory(data, work, Q, QD, QDD, R, P, V, A, kinetic):
                                        work.V, work.A)
         T = 0.0
         for k in range(data.n_q):
+            if data.link_mass[k] == 0.0:
+                continue
             for i in range(6):
                 for j in range(6):
                     T += 0.5 * work.V[k, i] * work.I[k, i, j] * work.V[k, j]
