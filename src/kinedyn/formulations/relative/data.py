@@ -95,6 +95,8 @@ class RelativeWork(NamedTuple):
     F: np.ndarray        # (n, 6) spatial forces
     row: np.ndarray      # (n_q,) a dense Jacobian row
     tmp: np.ndarray      # (16, 3) small vectors
+    m33: np.ndarray      # (2, 3, 3) small matrices (scratch of the tree passes)
+    v6: np.ndarray       # (2, 6) spatial-vector scratch of the tree passes
     stack: np.ndarray    # (MAX_STACK, 3)
     fval: np.ndarray     # (n_function, 3)
 
@@ -104,6 +106,7 @@ def make_work(data: RelativeData) -> RelativeWork:
     return RelativeWork(np.zeros((n, 3, 3)), np.zeros((n, 3)), np.zeros((n, 6)), np.zeros((n, 6)),
                         np.zeros((n, 6)), np.zeros((n, 6, 6)), np.zeros((n, 6, 6)),
                         np.zeros((n, 6)), np.zeros(n), np.zeros((16, 3)),
+                        np.zeros((2, 3, 3)), np.zeros((2, 6)),
                         np.zeros((MAX_STACK, 3)), np.zeros((len(data.fn_start) - 1, 3)))
 
 

@@ -65,11 +65,10 @@ def _elementary(axis, q, out):
 
 @nb.njit(**_JIT)
 def calc_kinematics_base_to_tip(link_parent, link_coord, link_type, link_axis, link_Rf, link_rf,
-                                q, R, p, S):
-    """Link frames (R_WL, origin) and world motion subspaces S_k for coordinates q."""
+                                q, R, p, S, E, G):
+    """Link frames (R_WL, origin) and world motion subspaces S_k for coordinates q
+    (E, G: 3 x 3 scratch)."""
     n = link_parent.shape[0]
-    E = np.empty((3, 3))
-    G = np.empty((3, 3))
     for k in range(n):
         par = link_parent[k]
         qk = q[link_coord[k]]
@@ -123,10 +122,10 @@ def _crossm(v, m, out):
 
 
 @nb.njit(**_JIT)
-def calc_velocities_base_to_tip(link_parent, link_coord, S, qd, V, A):
-    """Spatial velocities V and velocity-product accelerations A (qdd = 0, no gravity)."""
+def calc_velocities_base_to_tip(link_parent, link_coord, S, qd, V, A, c):
+    """Spatial velocities V and velocity-product accelerations A (qdd = 0, no gravity);
+    c: 6-vector scratch."""
     n = link_parent.shape[0]
-    c = np.empty(6)
     for k in range(n):
         par = link_parent[k]
         w = qd[link_coord[k]]
@@ -138,10 +137,9 @@ def calc_velocities_base_to_tip(link_parent, link_coord, S, qd, V, A):
 
 
 @nb.njit(**_JIT)
-def calc_accelerations_base_to_tip(link_parent, link_coord, S, qd, qdd, V, A):
-    """Spatial velocities V and full spatial accelerations A (no gravity)."""
+def calc_accelerations_base_to_tip(link_parent, link_coord, S, qd, qdd, V, A, c):
+    """Spatial velocities V and full spatial accelerations A (no gravity); c: scratch."""
     n = link_parent.shape[0]
-    c = np.empty(6)
     for k in range(n):
         par = link_parent[k]
         w = qd[link_coord[k]]
@@ -154,12 +152,11 @@ def calc_accelerations_base_to_tip(link_parent, link_coord, S, qd, qdd, V, A):
 
 
 @nb.njit(**_JIT)
-def calc_spatial_inertias(link_mass, link_com, link_inertia, R, p, I):
+def calc_spatial_inertias(link_mass, link_com, link_inertia, R, p, I, RJ, c):
     """World spatial inertia of each link with mass about the world origin (6 x 6); the
-    entries of massless links (inside multi-coordinate joints) are not touched."""
+    entries of massless links (inside multi-coordinate joints) are not touched (RJ 3 x 3,
+    c 3-vector: scratch)."""
     n = link_mass.shape[0]
-    RJ = np.empty((3, 3))
-    c = np.empty(3)
     for k in range(n):
         m = link_mass[k]
         if m == 0.0:
@@ -191,7 +188,8 @@ def calc_spatial_inertias(link_mass, link_com, link_inertia, R, p, I):
 
 
 @nb.njit(**_JIT)
-def crba(link_parent, link_coord, link_mass, link_rep, rep_parent, mass_pos, S, I, Ic, values):
+def crba(link_parent, link_coord, link_mass, link_rep, rep_parent, mass_pos, S, I, Ic, values,
+         f):
     """Composite-rigid-body algorithm: mass-matrix entries a(q) in its CSR pattern.
 
     Composites are summed tip-to-base over the representative links only (``link_rep``: a
@@ -212,7 +210,6 @@ def crba(link_parent, link_coord, link_mass, link_rep, rep_parent, mass_pos, S, 
             for i in range(6):
                 for j in range(6):
                     Ic[up, i, j] += Ic[k, i, j]
-    f = np.empty(6)
     for k in range(n):
         r = link_rep[k]
         for i in range(6):
@@ -399,12 +396,13 @@ def _equation(data, work, q, r, level, out_row):
 def positions(data, work, q):
     calc_kinematics_base_to_tip(data.link_parent, data.link_coord, data.link_type,
                                 data.link_axis, data.link_Rf, data.link_rf, q, work.R, work.p,
-                                work.S)
+                                work.S, work.m33[0], work.m33[1])
 
 
 @nb.njit(**_WRAP)
 def velocities(data, work, qd):
-    calc_velocities_base_to_tip(data.link_parent, data.link_coord, work.S, qd, work.V, work.A)
+    calc_velocities_base_to_tip(data.link_parent, data.link_coord, work.S, qd, work.V, work.A,
+                                work.v6[0])
 
 
 @nb.njit(**_WRAP)
@@ -457,9 +455,9 @@ def mass_values(data, work, q, values, compute_positions):
     if compute_positions:
         positions(data, work, q)
     calc_spatial_inertias(data.link_mass, data.link_com, data.link_inertia, work.R, work.p,
-                          work.I)
+                          work.I, work.m33[0], work.v6[0, :3])
     crba(data.link_parent, data.link_coord, data.link_mass, data.link_rep, data.rep_parent,
-         data.mass_pos, work.S, work.I, work.Ic, values)
+         data.mass_pos, work.S, work.I, work.Ic, values, work.v6[0])
 
 
 @nb.njit(**_LEAF)
@@ -526,8 +524,7 @@ def rnea_tip_to_base(data, work, out):
     """
     n = data.n_q
     g = data.gravity
-    h = np.empty(6)
-    a = np.empty(6)
+    h, a = work.v6[0], work.v6[1]
     for k in range(n):
         if data.link_mass[k] == 0.0:       # no inertia: only the applied loads
             for i in range(6):
@@ -569,7 +566,7 @@ def force_values(data, work, q, qd, t, out, compute_state):
     if compute_state:
         positions(data, work, q)
         calc_spatial_inertias(data.link_mass, data.link_com, data.link_inertia, work.R,
-                              work.p, work.I)
+                              work.p, work.I, work.m33[0], work.v6[0, :3])
         velocities(data, work, qd)
         at_time(data, work, t)
     work.F[:] = 0.0
@@ -584,9 +581,9 @@ def inverse_dynamics(data, work, q, qd, qdd, t, out):
     """tau = a qdd + b qd - f (unconstrained), by RNEA with full accelerations."""
     positions(data, work, q)
     calc_spatial_inertias(data.link_mass, data.link_com, data.link_inertia, work.R, work.p,
-                          work.I)
+                          work.I, work.m33[0], work.v6[0, :3])
     calc_accelerations_base_to_tip(data.link_parent, data.link_coord, work.S, qd, qdd, work.V,
-                                   work.A)
+                                   work.A, work.v6[0])
     at_time(data, work, t)
     work.F[:] = 0.0
     applied_loads(data, work, t, work.F)
@@ -643,9 +640,9 @@ def trajectory(data, work, Q, QD, QDD, R, P, V, A, kinetic):
     for s in range(Q.shape[0]):
         positions(data, work, Q[s])
         calc_spatial_inertias(data.link_mass, data.link_com, data.link_inertia, work.R, work.p,
-                              work.I)
+                              work.I, work.m33[0], work.v6[0, :3])
         calc_accelerations_base_to_tip(data.link_parent, data.link_coord, work.S, QD[s], QDD[s],
-                                       work.V, work.A)
+                                       work.V, work.A, work.v6[0])
         T = 0.0
         for k in range(data.n_q):
             if data.link_mass[k] == 0.0:
