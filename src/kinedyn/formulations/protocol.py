@@ -130,9 +130,9 @@ def implement_ode(cls, derivative, post=_no_post, record=_copy_state, inline="ne
     ``record(system, work, y, t, out)`` (default: the state as it is); plain Python functions
     (compiled in place) or Numba dispatchers.
 
-    ``inline="always"`` inlines the protocol calls into the integrators at the Numba IR level
-    (saves the call and its by-value copy of the NamedTuples' array descriptors, ~µs on small
-    models). Check the result against ``"never"``: with Numba 0.68 the HDCA derivative,
+    The default post/record are always inlined; ``inline="always"`` inlines the others into the
+    integrators at the Numba IR level too (saves the call and its by-value copy of the
+    NamedTuples' array descriptors, ~µs on small models). Check the result against ``"never"``: with Numba 0.68 the HDCA derivative,
     IR-inlined into the RK4 step, read every stage back as the last one's."""
     derivative = _implementation(derivative, "system, work, y, t, ydot")
     post = _implementation(post, "system, work, y, t")
@@ -149,6 +149,9 @@ def implement_ode(cls, derivative, post=_no_post, record=_copy_state, inline="ne
     def ov_record(system, work, y, t, out):
         if is_type(system, cls):
             return record
-    for generic, implementation in ((calc_state_derivative, ov_derivative),
-                                    (post_step, ov_post), (record_state, ov_record)):
-        overload(generic, jit_options=JIT, inline=inline)(implementation)
+    trivial = "always"  # the default post/record: inlined, no call copying the system
+    overload(calc_state_derivative, jit_options=JIT, inline=inline)(ov_derivative)
+    overload(post_step, jit_options=JIT,
+             inline=trivial if post is _no_post else inline)(ov_post)
+    overload(record_state, jit_options=JIT,
+             inline=trivial if record is _copy_state else inline)(ov_record)
