@@ -1,7 +1,8 @@
 """``kinedyn simulate MODEL --method M --integrator I --t-end T --dt DT``: forward dynamics.
 
 Methods (:mod:`kinedyn.dynamics`): ``augmented`` (index-1, optional ``--baumgarte A B``),
-``projection``, ``partitioning``, ``penalty``, ``index3`` (HHT-alpha, implicit); integrators
+``projection``, ``partitioning``, ``penalty``, ``index3`` (HHT-alpha, implicit), ``hdca``
+(Hamiltonian divide and conquer, planar chains; see ``kinedyn hdca``); integrators
 ``euler``, ``semi-implicit-euler``, ``rk4`` and ``reference`` (adaptive solve_ivp on the
 partitioned ODE). ``--hold JOINTS`` removes the drivers and applies the static efforts that
 hold the initial pose as constant joint forces (e.g. the six legs of a Gough-Stewart platform).
@@ -17,7 +18,7 @@ from ..errors import ModelError
 from .common import (add_model_argument, load_system, output_dir, parameters, positive_float,
                      progress_bar)
 
-METHODS = ("augmented", "projection", "partitioning", "penalty", "index3")
+METHODS = ("augmented", "projection", "partitioning", "penalty", "index3", "hdca")
 INTEGRATORS = ("euler", "semi-implicit-euler", "rk4", "reference")
 
 

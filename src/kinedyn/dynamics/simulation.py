@@ -30,7 +30,7 @@ from .layouts import kkt_layout, penalty_layout
 from .methods import (REPARTITION, Augmented, AugmentedWork, Partitioned, PartitionedWork,
                       Penalty, PenaltyWork)
 
-METHODS = ("augmented", "projection", "partitioning", "penalty", "index3")
+METHODS = ("augmented", "projection", "partitioning", "penalty", "index3", "hdca")
 SOLVERS = ("schur", "sparse", "dense")
 
 
@@ -52,7 +52,9 @@ class Dynamics:
         ``projection`` (index-1 + projection after each step, closure to ``tol``),
         ``partitioning`` (independent coordinates integrated, dependent ones solved),
         ``penalty`` (augmented-Lagrangian penalty, ``penalty=dict(rho, omega, zeta, iterations)``),
-        ``index3`` (HHT-alpha implicit integration of the index-3 DAE, see :mod:`.implicit`).
+        ``index3`` (HHT-alpha implicit integration of the index-3 DAE, see :mod:`.implicit`),
+        ``hdca`` (Hamiltonian divide and conquer on joint coordinates and momenta, planar
+        chains; states recorded in natural coordinates, see :mod:`.hdca`).
     integrator: ``euler``, ``semi-implicit-euler`` or ``rk4`` (``index3`` has its own);
         ``reference`` (``partitioning`` only): adaptive SciPy ``solve_ivp`` (DOP853, rtol 1e-10)
         on the partitioned ODE, for validation (see :mod:`.reference`).
@@ -169,6 +171,10 @@ class Dynamics:
             self.n_pos = f.n_q
         elif self.method == "partitioning":
             self._build_partitioned(q, qd, t)
+        elif self.method == "hdca":
+            from .hdca import dynamics_method
+            self.hamiltonian, self.system, self.sys_work, self.y = dynamics_method(f, q, qd)
+            self.n_pos = self.hamiltonian.n_j
         else:
             from .implicit import HHT
             self.hht = HHT(self, q, qd, t)
@@ -271,21 +277,24 @@ class Dynamics:
         done, wall, cpu, last_failure = 0, 0.0, 0.0, -1
         y = self.y
         # load (or compile) the run kernel outside the timed region: a zero-step run
+        second_order = self.method != "hdca"  # HDCA integrates [q; p], not [q; qd]
         I.integrate_fixed(self.system, self.sys_work, y.copy(), self.t0, dt, 0,
-                          self.integrator_code, self.n_pos, True, 1, out[:1].copy(), scratch)
+                          self.integrator_code, self.n_pos, second_order, 1, out[:1].copy(),
+                          scratch)
         while done < n_steps:
             count = min(chunk, n_steps - done)
             rec = out[done // record_every:]
             t_start = self.t0 + done * dt
             start, cpu_start = _time.perf_counter(), _time.thread_time()
             st, k = I.integrate_fixed(self.system, self.sys_work, y, t_start, dt, count,
-                                      self.integrator_code, self.n_pos, True, record_every, rec,
-                                      scratch)
+                                      self.integrator_code, self.n_pos, second_order,
+                                      record_every, rec, scratch)
             wall += _time.perf_counter() - start
             cpu += _time.thread_time() - cpu_start
             if st != 0:
                 failed = done + k
-                if failed != last_failure:  # re-analyse the pivot order / re-partition, retry
+                # re-analyse the pivot order / re-partition, retry (HDCA has nothing to redo)
+                if failed != last_failure and self.method != "hdca":
                     last_failure = failed
                     self._rebuild_from_state(y, self.t0 + failed * dt, st)
                     y = self.y
@@ -342,6 +351,10 @@ class Dynamics:
             self.repartitions = getattr(self, "repartitions", 0) + 1
 
     def _raise(self, st, y, t):
+        if self.method == "hdca":
+            raise SolverError("HDCA: a joint constraint matrix became singular (C of eq. 33 or "
+                              "eta of eq. 43)", time=t,
+                              constraints=list(self.hamiltonian.joint_names))
         q, _ = self._full_state(y, t)
         names = self.f.constraint_names
         J = constraint_jacobian(self.f, q, t, self.work).toarray()[self.rows]
