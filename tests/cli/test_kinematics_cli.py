@@ -71,3 +71,41 @@ def test_negative_step_is_an_argument_error(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["kinematics", "four-bar-driven", "--t-end", "1", "--dt", "-0.1"])
     assert "must be positive" in capsys.readouterr().err
+
+
+def test_strategy_auto_prints_the_measured_table(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    argv = ["kinematics", "four-bar-driven", "--t-end", "0.2", "--dt", "0.01", "--strategy",
+            "auto", "--out", str(tmp_path / "a"), "--no-progress"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "auto-tuning (measured now" in out and "**chosen**" in out
+    for variant in ("| global | dense |", "| global | sparse |", "| groups | sparse |"):
+        assert variant in out.replace(" **chosen**", "")
+    s = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert s["auto_tuning"]["choice"].startswith(s["strategy"] + "-" + s["solver"])
+    assert main(argv + ["--threads", "1"]) == 0  # threads fixed: strategy and solver tuned
+    assert "measured now" in capsys.readouterr().out
+    assert main(argv) == 0
+    assert "auto-tuning (cached in" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--retune"], "--retune re-measures the auto-tuning: it needs --strategy auto"),
+    (["--threads", "2"], "outer threads solve structural groups in parallel"),
+])
+def test_strategy_options_give_clear_errors(tmp_path, capsys, argv, message):
+    base = ["kinematics", "four-bar-driven", "--t-end", "1", "--dt", "0.01", "--out",
+            str(tmp_path), "--no-progress"]
+    assert main(base + argv) == 2
+    assert message in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(base + ["--threads", "2x0"])
+    assert "expected OUTER or OUTERxINNER" in capsys.readouterr().err
+
+
+def test_bench_knows_the_issue_name(capsys):
+    from kinedyn.cli.bench import ALIASES, available
+    assert ALIASES["group-equations"] in available()
+    assert main(["bench", "no-such-bench"]) == 2
+    assert "group-equations" in capsys.readouterr().err

@@ -133,3 +133,59 @@ def test_unsupported_models_get_clear_errors():
         Hamiltonian(get("four-bar-driven").compile())
     with pytest.raises(ModelError, match="planar"):
         Hamiltonian(get("gough-stewart").compile())
+
+
+# ---- HDCA as a method of Dynamics: same integrators, outputs in natural coordinates -------------
+def _points(res):
+    return {n: res.channel(n) for n in res.names("point.*") if n.endswith((".x", ".y"))}
+
+
+@pytest.mark.parametrize("name, dt", [("double-pendulum", 1e-3), ("four-bar", 5e-4),
+                                      ("cart-pendulum-3", 1e-3)])
+def test_dynamics_method_hdca_equals_augmented(name, dt):
+    m = get(name).compile()
+    hd = Dynamics(m, method="hdca", integrator="rk4").simulate(0.5, dt, record_every=10)
+    aug = Dynamics(m, method="augmented", integrator="rk4").simulate(0.5, dt, record_every=10)
+    a, b = _points(hd), _points(aug)
+    assert a.keys() == b.keys() and len(a) >= 2
+    moved = max(np.ptp(v) for v in b.values())
+    assert moved > 0.1
+    for k in a:  # RK4 on [q; p] and on [q_nat; qd_nat]: truncation errors ~ dt^4 apart
+        assert np.abs(a[k] - b[k]).max() < 1e-7, k
+    assert np.abs(hd.qd - aug.qd).max() < 1e-6
+    E = hd.channel("energy.total")
+    assert np.abs(E - E[0]).max() < 1e-7 * max(1.0, np.abs(hd.channel("energy.kinetic")).max())
+    assert hd.summary["method"] == "hdca"
+    assert hd.summary["max_residual"]["velocity"] < 1e-9  # velocities satisfy the loop exactly
+    assert hd.summary["max_residual"]["position"] < 1e-7  # closure drift: reported, small
+
+
+def test_dynamics_method_hdca_starts_from_given_velocities():
+    """Non-zero initial velocities: momenta from qd = G(q) p (least squares, closed loop)."""
+    m = get("four-bar").compile()
+    n_q = Dynamics(m, method="augmented").f.n_q
+    qd0 = np.random.default_rng(3).normal(size=n_q)  # made consistent by Dynamics
+    hd = Dynamics(m, method="hdca", qd0=qd0)
+    aug = Dynamics(m, method="augmented", qd0=qd0)
+    assert np.ptp(hd.qd_initial) > 0.1
+    a, b = hd.simulate(0.2, 5e-4, record_every=20), aug.simulate(0.2, 5e-4, record_every=20)
+    assert np.abs(a.q[0] - b.q[0]).max() < 1e-12 and np.abs(a.qd[0] - b.qd[0]).max() < 1e-9
+    assert np.abs(a.q - b.q).max() < 1e-7
+
+
+@pytest.mark.parametrize("integrator", ["euler", "semi-implicit-euler"])
+def test_dynamics_method_hdca_runs_the_other_integrators(integrator):
+    m = get("double-pendulum").compile()
+    res = Dynamics(m, method="hdca", integrator=integrator).simulate(0.2, 1e-4,
+                                                                      record_every=100)
+    ref = HDCA(m, integrator=integrator).simulate(0.2, 1e-4, record_every=100)
+    for b in ref.h.body_names:
+        assert np.allclose(res.channel(f"body.{b}.angle"), ref.channel(f"body.{b}.angle"),
+                           atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("name, what", [("3-rrr", "HDCA"), ("four-bar-driven", "drivers"),
+                                        ("gough-stewart", "planar")])
+def test_dynamics_method_hdca_names_what_is_unsupported(name, what):
+    with pytest.raises(ModelError, match=what):
+        Dynamics(get(name).compile(), method="hdca")

@@ -8,7 +8,10 @@ import pytest
 import kinedyn
 from kinedyn.dynamics import Dynamics
 from kinedyn.errors import ModelError
+from kinedyn.dynamics.reactions import reactions
 from kinedyn.formulations.relative import Relative
+from kinedyn.kinematics.analysis import assemble
+from kinedyn.models.planar import G
 
 from .relative_models import spatial_loop
 
@@ -119,6 +122,22 @@ def test_relative_and_natural_agree_on_observables(name):
                            atol=1e-7 * max(1.0, np.abs(cn["energy.kinetic"]).max())), e
     if not model.n_driver:  # free motion conserves energy
         assert rr.summary["energy"]["max_relative_drift"] < 1e-6
+    _reactions_agree(rn.reactions(), rr.reactions())
+
+
+def _reactions_agree(nat, rel):
+    """Natural: least-squares Newton-Euler of every body; relative: multipliers at the cut
+    joints and the backward pass over the tree. Same channels, per-quantity tolerances."""
+    keys = sorted(k for k in nat if k.startswith(("reaction.", "effort.")))
+    assert keys == sorted(k for k in rel if k.startswith(("reaction.", "effort.")))
+    force = max(1.0, max(np.abs(nat[k]).max() for k in keys if ".force_" in k))
+    torque = max(0.1 * force, max((np.abs(nat[k]).max() for k in keys if ".force_" not in k),
+                                  default=0.0))
+    assert np.abs(rel["residual.newton_euler"]).max() < 1e-9 * force
+    for k in keys:
+        scale = force if ".force_" in k else torque
+        assert np.allclose(rel[k], nat[k], rtol=0, atol=2e-6 * scale), \
+            (k, np.abs(rel[k] - nat[k]).max(), scale)
 
 
 def test_cut_driver_is_a_clear_error():
@@ -126,3 +145,29 @@ def test_cut_driver_is_a_clear_error():
     s.add_driver("drive_C", "joint", joint="C", function="t")
     with pytest.raises(ModelError, match="drive_C.*cut"):
         Relative(s.compile())
+
+
+@pytest.mark.parametrize("theta", [0.4, 1.2, 2.5])
+def test_relative_reactions_in_static_equilibrium(theta):
+    """A four-bar held at rest by its crank motor: the ground pivots carry the three links'
+    weight, the free pivots transmit no torque, and the motor torque (the driver's multiplier,
+    equal to the crank joint's reaction torque) is dV/d(crank angle) by virtual work."""
+    def held(angle):
+        f = Relative(kinedyn.models.four_bar(speed=0.0, crank_angle=angle, g=G).compile())
+        return f, assemble(f, f.q0, 0.0, 1e-13)
+    f, q = held(theta)
+    zero = np.zeros((1, f.n_q))
+    out, residual = reactions(f, np.zeros(1), q[None], zero, zero)
+    assert residual[0] < 1e-10
+    assert np.isclose(out["reaction.A.force_y"][0] + out["reaction.D.force_y"][0], 3 * G,
+                      rtol=1e-12)
+    assert abs(out["reaction.A.force_x"][0] + out["reaction.D.force_x"][0]) < 1e-11
+    for j in "BCD":
+        assert abs(out[f"reaction.{j}.torque_z"][0]) < 1e-11, j
+    assert np.isclose(out["reaction.A.torque_z"][0], out["effort.crank_drive"][0], rtol=1e-12)
+    h = 1e-5
+    V = []
+    for s in (h, -h):
+        g, qs = held(theta + s)
+        V.append(g.energies(qs[None], zero)["gravity"][0])
+    assert np.isclose(out["effort.crank_drive"][0], (V[0] - V[1]) / (2 * h), rtol=1e-6)

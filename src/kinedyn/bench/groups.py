@@ -11,7 +11,12 @@ Measured side by side in one run, medians of repeated runs:
   18 + 12 stages coordinates, close to the paper's nSG-HS): the same four variants, each with
   its best thread combination (listed), speed-ups relative to global-sparse (the paper's
   Figure 2) and the dense/sparse ratio of the groups (the crossover size);
+* **crossover** - factorisation + solution of one leg group's block alone, dense LAPACK LU vs
+  static-pivot sparse LU, for growing group sizes: the size where sparse starts to win (the
+  paper: between 60 and 120 coordinates per group);
 * **threads** - every (outer, inner) combination for one size (the paper's Figure 3).
+
+Also available as ``kinedyn bench group-equations`` (the issue's name).
 
 Global-dense is skipped above ``DENSE_LIMIT`` coordinates (an LU of that size per iteration
 takes seconds). Steps per case are scaled so that each case takes a fraction of a second; µs
@@ -21,14 +26,19 @@ printed as the equivalent total.
 from __future__ import annotations
 
 import itertools
+import os
 import warnings
 from pathlib import Path
 
+import numba as nb
 import numpy as np
 
+from .._unmanaged import unmanaged
+from ..formulations import protocol
 from ..kinematics import Kinematics
+from ..kinematics.analysis import blas_threads
 from ..models import get
-from .common import Report
+from .common import Report, time_call
 
 DT = 0.01
 PAPER_STEPS = 20_000
@@ -91,11 +101,60 @@ def _steps_for(n_q: int, quick: bool) -> int:
     return int(max(20, min(2000, budget / n_q)))
 
 
+@nb.njit(cache=True, nogil=True)
+def _factor_solve(solver_, swork_, values, rhs, n):
+    """``n`` factorisations + solutions of one block (the linear algebra of a Newton step)."""
+    solver, swork = unmanaged(solver_), unmanaged(swork_)
+    st = 0
+    for _ in range(n):
+        st = max(st, protocol.factorize(solver, swork, values))
+        for i in range(rhs.shape[0]):
+            rhs[i] = 1.0
+        protocol.solve(solver, swork, rhs)
+    return st
+
+
+def _crossover(rep: Report, quick: bool, repeat: int) -> None:
+    """Dense vs sparse LU of the leg group's block, by group size (one thread each)."""
+    ratios = []
+    for stages in ((0, 1, 4, 9) if quick else (0, 1, 2, 4, 6, 9, 14, 19, 29)):
+        model = get(f"scissor-platform-6x{stages}").compile()
+        us = {}
+        for solver in ("dense", "sparse"):
+            kin = _kinematics(model, "groups", solver, 1, True)
+            kin.simulate(2 * DT, DT)  # the shared Jacobian values at a real configuration
+            e = kin.engine
+            g = int(np.argmax(e.structure.sizes()))
+            rhs = np.ones(e.structure.sizes()[g])
+            loops = 50
+            with blas_threads(1):
+                sec = time_call(lambda: _factor_solve(e.solvers[g], e.sworks[g], e.values, rhs,
+                                                      loops), repeat=repeat, min_time=0.02)
+            us[solver] = sec["median"] / loops * 1e6
+        size = len(rhs)
+        ratios.append((size, us["dense"] / us["sparse"]))
+        rep.add_row("crossover: one leg group's LU (factorise + solve), dense vs sparse",
+                    group_size=size, dense_us=us["dense"], sparse_us=us["sparse"],
+                    dense_over_sparse=ratios[-1][1])
+        _release()
+    wins = [n for n, r in ratios if r > 1.0]
+    if not wins:
+        text = f"dense LU wins up to the largest group tried ({ratios[-1][0]} coordinates)"
+    elif wins[0] == ratios[0][0]:
+        text = (f"sparse LU wins from the smallest group tried ({ratios[0][0]} coordinates): "
+                "the crossover lies below it")
+    else:
+        below = max(n for n, _ in ratios if n < wins[0])
+        text = f"crossover between {below} and {wins[0]} coordinates per group"
+    rep.settings["dense/sparse crossover (this machine)"] = text
+    rep.notes.append(f"dense/sparse crossover per group: {text} (the paper: between 60 and 120)")
+
+
 def run(quick: bool = False, out_dir: Path | None = None) -> Report:
-    import os
     cores = os.cpu_count() or 1
     repeat = 3 if quick else 5
     rep = Report("groups", settings={
+        "load average at start (1, 5, 15 min)": " ".join(f"{x:.2f}" for x in os.getloadavg()),
         "dt": DT, "paper iterations": PAPER_STEPS,
         "repeat": f"{repeat} runs per case, median", "cores": cores,
         "variants": "global-dense (GMKL), global-sparse (GMA27), groups-dense, groups-sparse; "
@@ -148,6 +207,10 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
             rep.add_row(f"threads: groups on scissor-platform-{legs}x{stages} ({n_q} coordinates)",
                         solver=solver, outer=th[0], inner=th[1], us_per_step=us)
     _release()
+    # ---- dense / sparse crossover per group -------------------------------------------------------
+    _crossover(rep, quick, repeat)
+    rep.settings["load average at end (1, 5, 15 min)"] = " ".join(f"{x:.2f}"
+                                                                  for x in os.getloadavg())
     rep.notes.append("speed-up = global-sparse time / variant time (paper Figure 2); groups "
                      "dense/sparse > 1 means sparse group matrices win (the paper's crossover "
                      "lies between 60 and 120 coordinates per group)")

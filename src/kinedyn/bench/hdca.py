@@ -3,8 +3,10 @@
 Measured side by side in one run (medians of repeats; each sample is a compiled loop of many
 evaluations at the initial state, so no Python is timed):
 
-* HDCA serial, HDCA parallel (tree levels of at least ``MIN_PARALLEL`` nodes split over the Numba
-  threads), HDCA in float32 (serial);
+* HDCA serial and HDCA on ``THREADS`` = 2 threads (tree levels of at least ``MIN_PARALLEL``
+  nodes split in two chunks), their samples alternated so both see the same machine load, and
+  the speed-up ``serial / threads`` beside them with the 1-minute load average of that row;
+* HDCA in float32 (serial);
 * the dense O(N^3) solution of the same chain: CRBA mass matrix, RNEA bias, LAPACK solve
   (:mod:`kinedyn.formulations.hamiltonian.dense`), up to ``DENSE_MAX`` links;
 * log-log slopes of each column, fitted for N >= 64;
@@ -29,6 +31,7 @@ from ..models import get
 from .common import Report, time_call
 
 MIN_PARALLEL = 128
+THREADS = 2
 DENSE_MAX = 1024
 
 
@@ -51,6 +54,15 @@ def _dense_loop(data, dw, q, qd, n):
 
 def _per_eval_us(fn, evals: int, repeat: int) -> float:
     return time_call(fn, repeat=repeat, min_time=0.02)["median"] / evals * 1e6
+
+
+def _paired_us(fns, evals: int, repeat: int) -> list[float]:
+    """Medians (us per evaluation) of several timed loops whose samples alternate."""
+    samples = [[] for _ in fns]
+    for _ in range(repeat):
+        for k, fn in enumerate(fns):
+            samples[k].append(time_call(fn, repeat=1, min_time=0.02)["median"] / evals * 1e6)
+    return [float(np.median(x)) for x in samples]
 
 
 def _load() -> str:
@@ -78,13 +90,17 @@ def scaling_rows(sizes, repeat: int) -> list[dict]:
         p = rng.normal(size=h.n_j)
         evals = max(1, 4000 // n)
         row = {"N": n, "tree_depth": h.tree.depth}
-        for key, data in (("hdca_serial_us", h.make_data(None)),
-                          ("hdca_parallel_us", h.make_data(MIN_PARALLEL)),
-                          ("hdca_float32_us", h.make_data(None, "float32"))):
+        loops = []
+        for data in (h.make_data(None), h.make_data(MIN_PARALLEL, n_threads=THREADS),
+                     h.make_data(None, "float32")):
             dt = data.mass.dtype
             args = (data, h.make_work(data), q.astype(dt), p.astype(dt), np.zeros(h.n_j, dt),
                     np.zeros(h.n_j, dt))
-            row[key] = _per_eval_us(lambda: _hdca_loop(*args, evals), evals, repeat)
+            loops.append(lambda args=args: _hdca_loop(*args, evals))
+        serial, threads = _paired_us(loops[:2], evals, repeat)
+        row.update(hdca_serial_us=serial, hdca_2threads_us=threads,
+                   speedup_2threads=serial / threads,
+                   hdca_float32_us=_per_eval_us(loops[2], evals, repeat))
         if n <= DENSE_MAX:
             data = h.make_data(None)
             _, dw = make_dense(data, h.make_work(data))
@@ -93,7 +109,7 @@ def scaling_rows(sizes, repeat: int) -> list[dict]:
             row["dense_us"] = _per_eval_us(lambda: _dense_loop(data, dw, q, qd, dense_evals),
                                            dense_evals, repeat)
             row["dense_over_hdca"] = row["dense_us"] / row["hdca_serial_us"]
-        row["parallel_speedup"] = row["hdca_serial_us"] / row["hdca_parallel_us"]
+        row["load_1min"] = os.getloadavg()[0]
         rows.append(row)
     return rows
 
@@ -124,8 +140,9 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
         "model": "cart-pendulum-N (cart 0.8 kg, links 1 m 0.4 kg), random state near q0",
         "timed": "one state-derivative evaluation (q, p) -> (qd, pd), compiled loop, median "
                  f"of {repeat} samples",
-        "parallel": f"tree levels with >= {MIN_PARALLEL} nodes split over "
-                    f"{nb.get_num_threads()} Numba threads",
+        "parallel": f"tree levels with >= {MIN_PARALLEL} nodes split over {THREADS} Numba "
+                    f"threads (of {nb.get_num_threads()}); serial and threaded samples "
+                    "alternate",
         "dense": f"CRBA + RNEA + LAPACK solve, N <= {DENSE_MAX}",
         "machine load at start": _load(),
         "anchors": "Pinocchio ABA 94 us at N=256 (slope 1.0); MuJoCo 860 us at N=256 (dense); "
@@ -133,7 +150,7 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
     rows = scaling_rows(sizes, repeat)
     for r in rows:
         report.add_row("time per evaluation vs N", **r)
-    for key in ("hdca_serial_us", "hdca_parallel_us", "hdca_float32_us", "dense_us"):
+    for key in ("hdca_serial_us", "hdca_2threads_us", "hdca_float32_us", "dense_us"):
         s = slope(rows, key)
         if s is not None:
             report.add_row("log-log slopes (N >= 64)", column=key, slope=s)
@@ -142,12 +159,13 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
     if out_dir is not None:
         from ..viz.hdca import scaling_plot
         path = scaling_plot(rows, {"hdca_serial_us": "HDCA serial",
-                                   "hdca_parallel_us": "HDCA parallel",
+                                   "hdca_2threads_us": "HDCA 2 threads",
                                    "hdca_float32_us": "HDCA float32",
                                    "dense_us": "dense O(N^3)"},
                             Path(out_dir) / "hdca_scaling.png",
                             "cart-pendulum-N: state-derivative evaluation")
         report.notes.append(f"log-log plot: {path}")
-    report.notes.append("The machine is shared (2 cores, several users): parallel timings "
-                        "include waiting for a free core; ratios are from this run only.")
+    report.notes.append("The machine is shared (2 cores, several users): threaded timings "
+                        "include waiting for a free core (see load_1min per row); a speed-up "
+                        "needs an idle second core. Ratios are from this run only.")
     return report

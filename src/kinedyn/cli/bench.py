@@ -8,6 +8,9 @@ from ..errors import UnknownNameError
 from .common import output_dir
 
 
+ALIASES = {"group-equations": "groups"}  # the names of benchmarks
+
+
 def available() -> list[str]:
     from .. import bench
     return sorted(m.name for m in pkgutil.iter_modules(bench.__path__)
@@ -15,9 +18,11 @@ def available() -> list[str]:
 
 
 def register(sub) -> None:
+    aliases = ", ".join(f"{a} = {b}" for a, b in ALIASES.items())
     p = sub.add_parser("bench", help="run benchmarks (timings as medians, ratios side by side)",
                        description="Run a benchmark and write <name>.json and <name>.md. "
-                                   f"Benchmarks: {', '.join(available())}, or all.")
+                                   f"Benchmarks: {', '.join(available())}, or all "
+                                   f"(aliases: {aliases}).")
     p.add_argument("name", metavar="NAME", help="benchmark name or 'all'")
     p.add_argument("--quick", action="store_true", help="short runs (under a minute each)")
     p.add_argument("--out", metavar="DIR", help="output folder (default results/bench)")
@@ -26,10 +31,10 @@ def register(sub) -> None:
 
 def run(args) -> int:
     names = available()
-    chosen = names if args.name == "all" else [args.name]
+    chosen = names if args.name == "all" else [ALIASES.get(args.name, args.name)]
     for name in chosen:
         if name not in names:
-            raise UnknownNameError("benchmark", name, names + ["all"])
+            raise UnknownNameError("benchmark", name, names + list(ALIASES) + ["all"])
     out = output_dir(args.out, "results/bench")
     for name in chosen:
         module = importlib.import_module(f"kinedyn.bench.{name}")

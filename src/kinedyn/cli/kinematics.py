@@ -27,8 +27,18 @@ def register(sub) -> None:
     p.add_argument("--dt", type=positive_float, required=True, metavar="DT", help="time step (s)")
     p.add_argument("--t0", type=float, default=0.0, metavar="T0",
                    help="start time, where the model is assembled (s, default 0)")
-    p.add_argument("--solver", choices=("dense", "sparse"), default="sparse",
-                   help="linear solver: LAPACK dense LU or static-pivot sparse LU (default)")
+    p.add_argument("--solver", choices=("dense", "sparse"), default=None,
+                   help="linear solver: LAPACK dense LU or static-pivot sparse LU (default; "
+                        "with --strategy auto: tuned unless given)")
+    p.add_argument("--strategy", choices=("global", "groups", "auto"), default="global",
+                   help="global formulation (default), Group Equations (structural groups in "
+                        "DAG order) or auto (time the candidates on this model, use the "
+                        "fastest, print the table; the choice is cached per model)")
+    p.add_argument("--threads", type=threads_spec, default=None, metavar="OUTER[xINNER]",
+                   help="threads: OUTER structural groups in parallel (groups strategy) x INNER "
+                        "BLAS threads, e.g. 2 or 2x1 (with --strategy auto: tuned unless given)")
+    p.add_argument("--retune", action="store_true",
+                   help="with --strategy auto: measure again instead of using the cached choice")
     p.add_argument("--tol", type=positive_float, default=1e-10,
                    help="Newton tolerance on max |Phi| (default 1e-10)")
     p.add_argument("--max-iter", type=int, default=25, metavar="N",
@@ -41,6 +51,19 @@ def register(sub) -> None:
     p.add_argument("--out", metavar="DIR", help="output folder (default results/<model>-kinematics)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
+
+
+def threads_spec(text: str) -> tuple:
+    """``OUTER`` or ``OUTERxINNER`` (positive integers)."""
+    import argparse
+    try:
+        parts = tuple(int(x) for x in text.lower().split("x"))
+    except ValueError:
+        parts = ()
+    if len(parts) not in (1, 2) or min(parts) < 1:
+        raise argparse.ArgumentTypeError(f"expected OUTER or OUTERxINNER (positive integers, "
+                                         f"e.g. 2 or 2x1), got {text!r}")
+    return parts if len(parts) == 2 else (parts[0], None)
 
 
 def check_times(t0: float, t_end: float, dt: float) -> int:
@@ -64,14 +87,19 @@ def run(args) -> int:
     from ..viz.plots import plot_channels, plot_log
     if args.max_iter < 1:
         raise ModelError(f"--max-iter must be at least 1, got {args.max_iter}")
+    if args.retune and args.strategy != "auto":
+        raise ModelError("--retune re-measures the auto-tuning: it needs --strategy auto")
     steps = check_times(args.t0, args.t_end, args.dt)
     model = compile_model(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         kin = Kinematics(model, solver=args.solver, tol=args.tol, max_iter=args.max_iter,
-                         fixed_iterations=args.fixed_iterations, t0=args.t0)
+                         fixed_iterations=args.fixed_iterations, t0=args.t0,
+                         strategy=args.strategy, threads=args.threads, retune=args.retune)
     for w in caught:
         print(f"note: {w.message}")
+    if kin.tuning is not None:
+        print(kin.tuning)
     if args.plot:  # check the requested channels before the run
         names = channel_names(kin.f)
         try:
@@ -85,12 +113,13 @@ def run(args) -> int:
     files = res.save(out)
     if args.plot:
         files.append(plot_channels(res, args.plot, out / "channels.png",
-                                   title=f"{model.name}: kinematics ({args.solver})"))
+                                   title=f"{model.name}: kinematics ({kin.solver_name})"))
     files.append(plot_log(res, ["residual.*"], out / "residuals.png",
                           f"{model.name}: constraint residuals", "max |residual|"))
     s = res.summary
     r = s["max_residual"]
-    print(f"{model.name}: {s['steps']} steps of {s['dt']:g} s, {s['solver']} solver, "
+    print(f"{model.name}: {s['steps']} steps of {s['dt']:g} s, {kin.strategy} strategy, "
+          f"{s['solver']} solver, threads {kin.threads[0]}x{kin.threads[1] or 'default'}, "
           f"{s['us_per_step']:.2f} us/step ({s['cpu_us_per_step']:.2f} us CPU; "
           f"{s['wall_time_s']:.3f} s), "
           f"Newton iterations mean {s['iterations']['mean']:.2f} max {s['iterations']['max']}")

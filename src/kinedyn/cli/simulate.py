@@ -1,7 +1,8 @@
 """``kinedyn simulate MODEL --method M --integrator I --t-end T --dt DT``: forward dynamics.
 
 Methods (:mod:`kinedyn.dynamics`): ``augmented`` (index-1, optional ``--baumgarte A B``),
-``projection``, ``partitioning``, ``penalty``, ``index3`` (HHT-alpha, implicit); integrators
+``projection``, ``partitioning``, ``penalty``, ``index3`` (HHT-alpha, implicit), ``hdca``
+(Hamiltonian divide and conquer, planar chains; see ``kinedyn hdca``); integrators
 ``euler``, ``semi-implicit-euler``, ``rk4`` and ``reference`` (adaptive solve_ivp on the
 partitioned ODE). ``--hold JOINTS`` removes the drivers and applies the static efforts that
 hold the initial pose as constant joint forces (e.g. the six legs of a Gough-Stewart platform).
@@ -17,7 +18,7 @@ from ..errors import ModelError
 from .common import (add_model_argument, load_system, output_dir, parameters, positive_float,
                      progress_bar)
 
-METHODS = ("augmented", "projection", "partitioning", "penalty", "index3")
+METHODS = ("augmented", "projection", "partitioning", "penalty", "index3", "hdca")
 INTEGRATORS = ("euler", "semi-implicit-euler", "rk4", "reference")
 
 
@@ -36,8 +37,10 @@ def register(sub) -> None:
     p.add_argument("--dt", type=positive_float, required=True, metavar="DT", help="time step (s)")
     p.add_argument("--record-every", type=int, default=1, metavar="N",
                    help="record every N-th step (default 1)")
-    p.add_argument("--solver", choices=("dense", "sparse"), default=None,
-                   help="linear solver (default sparse; dense for the reference integrator)")
+    p.add_argument("--solver", choices=("schur", "sparse", "dense"), default=None,
+                   help="index-1 linear solver: schur (J M^-1 J^T, default for a constant mass "
+                        "matrix), sparse or dense LU of the KKT matrix (dense for the reference "
+                        "integrator)")
     p.add_argument("--baumgarte", type=float, nargs=2, default=(0.0, 0.0), metavar=("ALPHA", "BETA"),
                    help="Baumgarte stabilisation of the augmented method (1/s)")
     p.add_argument("--hht-alpha", type=float, default=-0.1,
@@ -108,8 +111,10 @@ def print_summary(s: dict) -> None:
     print(f"{s['model']}: {s['method']} / {s['integrator']}, {s['steps']} steps of {s['dt']:g} s "
           f"({s['coordinates']} coordinates, {s['constraints']} constraints, "
           f"{s['degrees_of_freedom']} dof)")
-    print(f"  wall {s['wall_time_s']:.3f} s, {s['us_per_step']:.2f} us/step, "
-          f"real-time factor {s['real_time_factor']:.1f}")
+    cpu = s.get("cpu_us_per_step")
+    print(f"  wall {s['wall_time_s']:.3f} s, {s['us_per_step']:.2f} us/step"
+          + (f" ({cpu:.2f} us CPU)" if cpu is not None else "")
+          + f", real-time factor {s['real_time_factor']:.1f}")
     print(f"  max residuals: position {r['position']:.2e}, velocity {r['velocity']:.2e}")
     print(f"  energy: initial {e['initial']:.6g} J, final {e['final']:.6g} J, "
           f"max drift {e['max_drift']:.3g} J (relative {e['max_relative_drift']:.2e})")

@@ -11,15 +11,24 @@ fixed-step integrators as the other methods (:func:`kinedyn.dynamics.integrators
 a whole run per call); ``precision="float32"`` runs the whole loop in single precision as the
 paper's FPGA did. Results carry joint angles and velocities (with the model's joint signs), body
 angles, energies and, for a closed loop, the loop-closure errors of the paper's Figs. 12-13.
+
+``Dynamics(model, method="hdca")`` runs the same evaluation as a method among the others
+(:class:`HDCAMethod`): the integrator advances ``[q; p]`` and each recorded state is mapped to
+natural coordinates (:mod:`kinedyn.formulations.hamiltonian.natural_map`), so its results carry
+every output of the other methods (points, bodies, joints, energies, constraint residuals -
+the loop closure -, reactions).
 """
 from __future__ import annotations
 
 import time as _time
+from typing import NamedTuple
 
 import numpy as np
 
 from ..errors import ModelError, SolverError
-from ..formulations.hamiltonian import Hamiltonian
+from ..formulations.hamiltonian import Hamiltonian, hdca_derivative
+from ..formulations.hamiltonian import natural_map as NM
+from ..formulations.hamiltonian.kernels import evaluate_state, register_ode
 from ..io.results import Results
 from . import integrators as I
 
@@ -118,3 +127,42 @@ class HDCAResults(Results):
             ch["closure.position"] = self.closure[:, 0]
             ch["closure.angle"] = self.closure[:, 1]
         return ch
+
+
+# ---- HDCA as a method of kinedyn.dynamics.Dynamics --------------------------------------------------
+class HDCAMethod(NamedTuple):
+    hdca: tuple      # HDCAData
+    natural: tuple   # NaturalMap: where the recorded natural coordinates sit on the chain
+
+
+class HDCAMethodWork(NamedTuple):
+    hdca: tuple      # HDCAWork
+    ydot: np.ndarray  # (2 n_j,) derivative scratch of the recording evaluation
+
+
+def _method_derivative(system, work, y, t, ydot):
+    return evaluate_state(system.hdca, work.hdca, y, ydot)
+
+
+def _method_record(system, work, y, t, out):
+    n = system.hdca.n_j
+    hdca_derivative(system.hdca, work.hdca, y[:n], y[n:], work.ydot[:n], work.ydot[n:])
+    NM.to_natural(system.natural, work.hdca, out)
+
+
+register_ode(HDCAMethod, _method_derivative, _method_record)
+
+
+def dynamics_method(f, q_nat, qd_nat):
+    """``(hamiltonian, system, work, y0)`` of HDCA for :class:`~kinedyn.dynamics.Dynamics`
+    on the natural formulation ``f``, starting from the natural state ``(q_nat, qd_nat)``."""
+    from ..formulations.natural import Natural
+    if not isinstance(f, Natural):
+        raise ModelError("method 'hdca' records its states in natural coordinates: give a "
+                         f"compiled model, not a {type(f).__name__} formulation")
+    h = Hamiltonian(f.model)
+    work = h.make_work()
+    q, qd = NM.joint_state(h, f, q_nat, qd_nat)
+    p = NM.momenta(h, h.data, work, q, qd)
+    system = HDCAMethod(h.data, NM.natural_map(h, f, q_nat))
+    return h, system, HDCAMethodWork(work, np.zeros(2 * h.n_j)), np.concatenate([q, p])

@@ -39,9 +39,12 @@ def make_scratch(n_y: int) -> np.ndarray:
     return np.zeros((6, n_y))
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True, nogil=True, inline="always")
 def step(system, work, y, t, dt, method, n_pos, second_order, scratch):
-    """Advance ``y`` in place from ``t`` to ``t + dt``; return a status (0 = ok)."""
+    """Advance ``y`` in place from ``t`` to ``t + dt``; return a status (0 = ok).
+
+    Inlined into its callers: a real call that receives the method's NamedTuples cost 5 us per
+    step on the four-bar (measured), more than the four derivative evaluations of RK4."""
     n = y.shape[0]
     k1 = scratch[0]
     k2 = scratch[1]
@@ -89,8 +92,8 @@ def step(system, work, y, t, dt, method, n_pos, second_order, scratch):
 
 
 @nb.njit(cache=True, nogil=True)
-def integrate_fixed(system_, work_, y, t0, dt, n_steps, method, n_pos, second_order,
-                    record_every, out_y, scratch):
+def integrate_fixed(system_, work_, y_, t0, dt, n_steps, method, n_pos, second_order,
+                    record_every, out_y_, scratch_):
     """Run ``n_steps`` steps from ``t0``; record ``y`` every ``record_every`` steps.
 
     ``out_y`` has ``n_steps // record_every + 1`` rows of the recorded state
@@ -99,6 +102,7 @@ def integrate_fixed(system_, work_, y, t0, dt, n_steps, method, n_pos, second_or
     start of the failed step.
     """
     system, work = unmanaged(system_), unmanaged(work_)
+    y, out_y, scratch = unmanaged(y_), unmanaged(out_y_), unmanaged(scratch_)
     protocol.record_state(system, work, y, t0, out_y[0])
     saved = scratch[5]
     for s in range(n_steps):

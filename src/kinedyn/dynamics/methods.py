@@ -312,7 +312,7 @@ def _ov_pen_record(system, work, y, t, out):
 
 # ---- coordinate partitioning --------------------------------------------------------------------
 class Partitioned(NamedTuple):
-    aug: Augmented          # accelerations from the index-1 system
+    aug: tuple              # accelerations from the index-1 system (Augmented or schur.Schur)
     independent: np.ndarray  # (n_i,) independent coordinates (integrated)
     plan: tuple             # kinematics Plan: rows x dependent coordinates
     dep_solver: tuple       # solver over the dependent block
@@ -322,7 +322,7 @@ class Partitioned(NamedTuple):
 
 
 class PartitionedWork(NamedTuple):
-    aug: AugmentedWork
+    aug: tuple              # AugmentedWork or schur.SchurWork
     plan: tuple             # PlanWork
     dep_solver: tuple
     q: np.ndarray           # full coordinates (dependent ones warm-start Newton)
@@ -368,7 +368,7 @@ def _partitioned_derivative(system, work, y, t, ydot):
     st = _complete_state_c(system, work, y, t)
     if st != 0:
         return st
-    st = _augmented_derivative_c(system.aug, work.aug, work.y, t, work.ydot)
+    st = protocol.calc_state_derivative(system.aug, work.aug, work.y, t, work.ydot)
     if st != 0:
         return st
     _gather_independent(system.independent, system.aug.n_q, work.ydot, ydot)
@@ -409,7 +409,6 @@ _complete_state_c = nb.njit(cache=True, nogil=True)(_complete_state)
 complete_state = _complete_state_c
 _influence_c = nb.njit(cache=True, nogil=True)(influence)
 influence = _influence_c
-_augmented_derivative_c = nb.njit(cache=True, nogil=True)(_augmented_derivative)
 
 
 @overload(protocol.calc_state_derivative, jit_options=protocol.JIT)

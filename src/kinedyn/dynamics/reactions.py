@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ModelError
 from ..model.compiled import COMPONENT_CODE, DRIVER_CODE, FRAME_CODE, JOINT_CODE
 
 _J = JOINT_CODE
@@ -93,7 +94,7 @@ class ReactionSolver:
                 A_body[r0 + d:r0 + nw, cols] += np.cross(arm, force_map.T).T + torque_map
 
         # inertial and applied loads: right-hand side
-        self._applied(k, motion, P, PV, F, b_body, R, com)
+        self.body_loads(k, motion, P, PV, F, b_body, R, com)
         Id = np.eye(d)
         It = np.eye(self.nt)
         for j in self.joints:
@@ -188,8 +189,10 @@ class ReactionSolver:
             out += [torque_along(v) for v in np.eye(3)]
         return out
 
-    def _applied(self, k, motion, P, PV, F, b, R, com):
-        """Right-hand side: inertial loads minus applied loads, per body."""
+    def body_loads(self, k, motion, P, PV, F, b, R, com):
+        """Inertial loads minus applied loads (gravity, point forces, springs, joint forces)
+        of every moving body at step k into ``b`` (n_body - 1 blocks of force, then torque
+        about the centre of mass)."""
         m, d, nw = self.model, self.d, self.nw
         acc, om, al = motion["com_dd"][k], motion["omega"][k], motion["alpha"][k]
         for body in range(1, m.n_body):
@@ -251,7 +254,16 @@ class ReactionSolver:
 
 def reactions(f, times, Q, QD, QDD, actuators: dict | None = None) -> tuple[dict, np.ndarray]:
     """Reaction and effort channels along a trajectory, and the per-step equation residual
-    (``actuators``: see :class:`ReactionSolver`; their efforts are ``effort.<joint>``)."""
+    (``actuators``: see :class:`ReactionSolver`; their efforts are ``effort.<joint>``).
+    Relative coordinates compute them from their multipliers and a backward pass
+    (:mod:`.relative_reactions`)."""
+    if getattr(f, "name", "") == "relative":
+        if actuators is not None:
+            raise ModelError("actuated joints instead of drivers (inverse dynamics, holding "
+                             "efforts) need the natural formulation; relative coordinates "
+                             "report the drivers' efforts")
+        from .relative_reactions import relative_reactions
+        return relative_reactions(f, times, Q, QD, QDD)
     solver = ReactionSolver(f, actuators)
     m, d = f.model, f.dim
     motion = f.body_motion(Q, QD, QDD)

@@ -24,12 +24,14 @@ from ..linalg.dense import dense_lu
 from ..linalg.sparse import analyse as sparse_analyse
 from ..linalg.subsystem import extract
 from . import integrators as I
+from . import schur
+from .schur import mass_blocks
 from .layouts import kkt_layout, penalty_layout
 from .methods import (REPARTITION, Augmented, AugmentedWork, Partitioned, PartitionedWork,
                       Penalty, PenaltyWork)
 
-METHODS = ("augmented", "projection", "partitioning", "penalty", "index3")
-SOLVERS = ("sparse", "dense")
+METHODS = ("augmented", "projection", "partitioning", "penalty", "index3", "hdca")
+SOLVERS = ("schur", "sparse", "dense")
 
 
 def _solver(kind, indptr, indices, values):
@@ -50,13 +52,18 @@ class Dynamics:
         ``projection`` (index-1 + projection after each step, closure to ``tol``),
         ``partitioning`` (independent coordinates integrated, dependent ones solved),
         ``penalty`` (augmented-Lagrangian penalty, ``penalty=dict(rho, omega, zeta, iterations)``),
-        ``index3`` (HHT-alpha implicit integration of the index-3 DAE, see :mod:`.implicit`).
+        ``index3`` (HHT-alpha implicit integration of the index-3 DAE, see :mod:`.implicit`),
+        ``hdca`` (Hamiltonian divide and conquer on joint coordinates and momenta, planar
+        chains; states recorded in natural coordinates, see :mod:`.hdca`).
     integrator: ``euler``, ``semi-implicit-euler`` or ``rk4`` (``index3`` has its own);
         ``reference`` (``partitioning`` only): adaptive SciPy ``solve_ivp`` (DOP853, rtol 1e-10)
         on the partitioned ODE, for validation (see :mod:`.reference`).
-    solver: ``sparse`` or ``dense`` for the linear systems (default: sparse; dense for the
-        ``reference`` integrator, whose trial states can move far within one adaptive step,
-        beyond what a static sparse pivot order tolerates).
+    solver: the index-1 linear system: ``schur`` (default for a constant, positive definite mass
+        matrix, as in natural coordinates: Schur complement ``J M^-1 J^T`` with M inverted once,
+        sparse Cholesky, see :mod:`.schur`), ``sparse`` (LU of the whole KKT matrix with a static
+        pivot order) or ``dense`` (LAPACK LU; the default for the ``reference`` integrator, whose
+        trial states can move far within one adaptive step, beyond what a static sparse pivot
+        order tolerates). The dependent block of ``partitioning`` uses sparse LU for ``schur``.
     q0, qd0: initial coordinates (default: the model's initial configuration, assembled) and
         velocities (default zero; made consistent with the velocity constraints).
     """
@@ -68,11 +75,17 @@ class Dynamics:
                  influence_limit: float = 1.5):
         if method not in METHODS:
             raise UnknownNameError("dynamics method", method, METHODS)
+        self.f = f = formulation_for(model)
+        mass = getattr(f, "mass_dense", None)  # formulations with a constant mass matrix
         if solver is None:
-            solver = "dense" if integrator == "reference" else "sparse"
+            solver = ("dense" if integrator == "reference" else
+                      "schur" if mass is not None and mass_blocks(mass) is not None else "sparse")
         if solver not in SOLVERS:
             raise UnknownNameError("linear solver", solver, SOLVERS)
-        self.f = f = formulation_for(model)
+        if solver == "schur" and (mass is None or mass_blocks(mass) is None):
+            raise ModelError("the 'schur' solver needs a constant, positive definite mass matrix "
+                             f"(natural coordinates, every coordinate with mass); {f.name!r} on "
+                             f"{f.model.name!r} has none: use solver='sparse' or 'dense'")
         self.model = f.model
         self.method, self.solver_name = method, solver
         self.integrator = integrator
@@ -130,6 +143,11 @@ class Dynamics:
 
     def _augmented(self, q, t, project):
         f = self.f
+        if self.solver_name == "schur":
+            system = schur.build(f.data, f.mass_dense, self.rows, alpha=self.baumgarte[0],
+                                 beta=self.baumgarte[1], project=project, tol=self.tol,
+                                 max_iter=self.max_iter)
+            return system, schur.make_work(system, f.make_work())
         lay, solver, swork = self._kkt(q, t)
         n_c = len(self.rows)
         system = Augmented(f.data, self.rows, f.n_q, lay.mass_pos, lay.jac_src, lay.jac_pos,
@@ -153,6 +171,10 @@ class Dynamics:
             self.n_pos = f.n_q
         elif self.method == "partitioning":
             self._build_partitioned(q, qd, t)
+        elif self.method == "hdca":
+            from .hdca import dynamics_method
+            self.hamiltonian, self.system, self.sys_work, self.y = dynamics_method(f, q, qd)
+            self.n_pos = self.hamiltonian.n_j
         else:
             from .implicit import HHT
             self.hht = HHT(self, q, qd, t)
@@ -198,7 +220,7 @@ class Dynamics:
         pw = K.make_plan_work(plan, len(f.data.jac_indices))
         block = extract(f.data.jac_indptr, f.data.jac_indices, self.rows, dep)
         jac = constraint_jacobian(f, q, t, self.work).data
-        if self.solver_name == "dense":
+        if self.solver_name == "dense":  # ("schur" applies to the index-1 system only)
             ds, dw = dense_lu(block)
         else:
             ds, dw = sparse_analyse(block, jac)
@@ -234,37 +256,42 @@ class Dynamics:
         n_rec = n_steps // record_every + 1
         out = np.zeros((n_rec, 2 * self.f.n_q))
         self.reanalyses = 0
+        cpu = None
         if self.method == "index3":
             wall = self.hht.run(n_steps, dt, record_every, out, progress)
         elif self.integrator == "reference":
             from .reference import run_reference
             wall = run_reference(self, n_steps, dt, record_every, out, progress)
         else:
-            wall = self._run_explicit(n_steps, dt, record_every, out, progress)
+            wall, cpu = self._run_explicit(n_steps, dt, record_every, out, progress)
         times = self.t0 + dt * record_every * np.arange(n_rec)
-        return DynamicResults(self, times, out, wall, n_steps, dt)
+        return DynamicResults(self, times, out, wall, n_steps, dt, cpu=cpu)
 
     def _run_explicit(self, n_steps, dt, record_every, out, progress):
         scratch = I.make_scratch(len(self.y))
         chunk = n_steps if not progress else max(record_every,
                                                  (n_steps // 100) // record_every * record_every)
-        done, wall, last_failure = 0, 0.0, -1
+        done, wall, cpu, last_failure = 0, 0.0, 0.0, -1
         y = self.y
         # load (or compile) the run kernel outside the timed region: a zero-step run
+        second_order = self.method != "hdca"  # HDCA integrates [q; p], not [q; qd]
         I.integrate_fixed(self.system, self.sys_work, y.copy(), self.t0, dt, 0,
-                          self.integrator_code, self.n_pos, True, 1, out[:1].copy(), scratch)
+                          self.integrator_code, self.n_pos, second_order, 1, out[:1].copy(),
+                          scratch)
         while done < n_steps:
             count = min(chunk, n_steps - done)
             rec = out[done // record_every:]
             t_start = self.t0 + done * dt
-            start = _time.perf_counter()
+            start, cpu_start = _time.perf_counter(), _time.thread_time()
             st, k = I.integrate_fixed(self.system, self.sys_work, y, t_start, dt, count,
-                                      self.integrator_code, self.n_pos, True, record_every, rec,
-                                      scratch)
+                                      self.integrator_code, self.n_pos, second_order,
+                                      record_every, rec, scratch)
             wall += _time.perf_counter() - start
+            cpu += _time.thread_time() - cpu_start
             if st != 0:
                 failed = done + k
-                if failed != last_failure:  # re-analyse the pivot order / re-partition, retry
+                # re-analyse the pivot order / re-partition, retry (HDCA has nothing to redo)
+                if failed != last_failure and self.method != "hdca":
                     last_failure = failed
                     self._rebuild_from_state(y, self.t0 + failed * dt, st)
                     y = self.y
@@ -278,7 +305,7 @@ class Dynamics:
             done += count
             if progress:
                 progress(done, n_steps)
-        return wall
+        return wall, cpu
 
     def _state_from_record(self, row):
         n = self.f.n_q
@@ -321,6 +348,10 @@ class Dynamics:
             self.repartitions = getattr(self, "repartitions", 0) + 1
 
     def _raise(self, st, y, t):
+        if self.method == "hdca":
+            raise SolverError("HDCA: a joint constraint matrix became singular (C of eq. 33 or "
+                              "eta of eq. 43)", time=t,
+                              constraints=list(self.hamiltonian.joint_names))
         q, _ = self._full_state(y, t)
         names = self.f.constraint_names
         J = constraint_jacobian(self.f, q, t, self.work).toarray()[self.rows]

@@ -28,7 +28,7 @@ from . import kernels as K
 from .diagnose import independent_rows, singular_rows, worst
 
 SOLVERS = ("dense", "sparse")
-STRATEGIES = ("global", "groups")
+STRATEGIES = ("global", "groups", "auto")
 
 
 def formulation_for(model_or_formulation, name: str = "natural"):
@@ -71,29 +71,46 @@ class Kinematics:
     t0: time of the initial assembly.
     strategy: ``"global"`` (all coordinates at once) or ``"groups"`` (Group Equations: structural
         groups in the order of their dependency DAG, see :mod:`.grouped`); same results.
+        ``"auto"`` times the strategies, solvers and thread combinations on this model with a
+        short trial and uses the fastest (:mod:`.autotune`; the measured table is
+        ``self.tuning``); a ``solver`` or ``threads`` given restricts what it tries. The choice
+        is cached per model on disk; ``retune=True`` measures again.
     threads: ``(outer, inner)`` or ``outer``: ``outer`` threads solve the independent groups of
         a DAG level at the same time (``strategy="groups"``, :mod:`.threads`); ``inner`` limits
         the threads of the BLAS/LAPACK library inside each factorisation (None: its default).
+        Default ``(1, None)``.
     """
 
-    def __init__(self, model, *, solver: str = "sparse", tol: float = 1e-10, max_iter: int = 25,
-                 fixed_iterations: bool = False, t0: float = 0.0, q_guess=None,
-                 strategy: str = "global", threads=(1, None)):
-        if solver not in SOLVERS:
+    def __init__(self, model, *, solver: str | None = None, tol: float = 1e-10,
+                 max_iter: int = 25, fixed_iterations: bool = False, t0: float = 0.0,
+                 q_guess=None, strategy: str = "global", threads=None, retune: bool = False):
+        if solver is not None and solver not in SOLVERS:
             raise UnknownNameError("linear solver", solver, SOLVERS)
         if strategy not in STRATEGIES:
             raise UnknownNameError("kinematic strategy", strategy, STRATEGIES)
-        self.strategy = strategy
-        self.engine = None
-        outer, inner = (threads, None) if np.isscalar(threads) else tuple(threads)
-        if int(outer) < 1 or (inner is not None and int(inner) < 1):
-            raise ModelError(f"threads must be positive, got {threads!r}")
-        if int(outer) > 1 and strategy != "groups":
-            raise ModelError("outer threads solve structural groups in parallel: they need "
-                             "strategy='groups'")
-        self.threads = (int(outer), None if inner is None else int(inner))
+        if threads is not None:
+            outer, inner = (threads, None) if np.isscalar(threads) else tuple(threads)
+            if int(outer) < 1 or (inner is not None and int(inner) < 1):
+                raise ModelError(f"threads must be positive, got {threads!r}")
+            threads = (int(outer), None if inner is None else int(inner))
         self.f = formulation_for(model)
         self.model = self.f.model
+        self.tuning = None
+        if strategy == "auto":
+            from .autotune import tune
+            self.tuning = tune(self.model, tol=tol, max_iter=max_iter, fixed=fixed_iterations,
+                               t0=t0, q_guess=q_guess, solver=solver, threads=threads,
+                               retune=retune)
+            choice = self.tuning.choice
+            strategy, solver, threads = choice.strategy, choice.solver, choice.threads
+        solver = solver or "sparse"
+        threads = threads or (1, None)
+        if threads[0] > 1 and strategy != "groups":
+            raise ModelError("outer threads solve structural groups in parallel: they need "
+                             "strategy='groups'")
+        self.strategy = strategy
+        self.engine = None
+        self.threads = threads
         self.solver_name = solver
         self.tol = float(tol)
         self.max_iter = int(max_iter)

@@ -48,6 +48,7 @@ class GroupEngine:
                          for g in gs.groups)
         self.blocks = tuple(extract(ptr, ind, g.equations, g.unknowns) for g in gs.groups)
         self.order = np.array([k for level in gs.levels for k in level], np.int64)
+        self.all_cols = np.arange(f.n_q, dtype=np.int64)
         self.runner = None
         if outer > 1:
             from .threads import ThreadedRunner
@@ -96,8 +97,8 @@ class GroupEngine:
             return self.runner.run(times, q, qd, qdd, start, stop, tol, max_iter, fixed,
                                    extrapolate, outs)
         return run_groups(self.kin.data, self.kin.work, self.solvers, self.sworks, self.plans,
-                          self.pws, self.order, times, q, qd, qdd, start, stop, tol, max_iter,
-                          fixed, extrapolate, *outs)
+                          self.pws, self.order, self.all_cols, times, q, qd, qdd, start, stop,
+                          tol, max_iter, fixed, extrapolate, *outs)
 
     def fail(self, st, q, t, g):
         """Raise the error of a failed group, naming the group and its worst constraints."""
@@ -119,18 +120,42 @@ class GroupEngine:
 
 
 @nb.njit(cache=True, nogil=True, forceinline=True)
-def _group_pva(data, work, solvers, sworks, plans, pws, g, q, qd, qdd, t, tol, max_iter, fixed):
+def _group_pva(data, work, solvers, sworks, plans, pws, g, q, qd, qdd, t, tol, max_iter, fixed,
+               track):
     """Position (eq. 1), velocity (eq. 2) and acceleration (eq. 3) of group ``g``.
 
-    Inlined by LLVM (``forceinline``) into its callers, so the tuples of every group are never
-    copied into a call frame; only group ``g``'s members are picked out, once.
+    ``track``: the group's solver holds the factorisation of its block at the previous step's
+    solution, so the position problem starts with chord iterations
+    (:func:`.kernels.position_tracking`: one factorisation per step instead of one per Newton
+    iteration plus one at the solution). Inlined by LLVM (``forceinline``, as are the kernels
+    it calls) into its callers, so the tuples of every group are never copied into a call
+    frame; only group ``g``'s members are picked out, once.
     """
     solver, swork, plan, pw = solvers[g], sworks[g], plans[g], pws[g]
-    st, it, err = K.position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed)
+    if track:
+        st, it, err = K.position_tracking(data, work, solver, swork, plan, pw, q, t, tol,
+                                          max_iter, fixed)
+    else:
+        st, it, err = K.position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed)
     if st == K.OK:
         K.velocity(data, work, solver, swork, plan, pw, q, qd, t)
         K.acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t)
     return st, it, err
+
+
+@nb.njit(cache=True, nogil=True, forceinline=True)
+def predict(times, k, cols, q, qd, qdd, out_qdd):
+    """Tracking prediction of ``q[cols]`` at step ``k`` from step ``k - 1``: third-order Taylor
+    extrapolation, the jerk from the accelerations of the last two steps (as the global run,
+    :func:`.kernels.run`); second order at step 1, none at step 0."""
+    if k == 0:
+        return
+    h = times[k] - times[k - 1]
+    c = h * h * h / (6.0 * (times[k - 1] - times[k - 2])) if k > 1 else 0.0
+    for i in range(cols.shape[0]):
+        j = cols[i]
+        jerk = qdd[j] - out_qdd[k - 2, j] if k > 1 else 0.0
+        q[j] += h * qd[j] + 0.5 * h * h * qdd[j] + c * jerk
 
 
 @nb.njit(cache=True, nogil=True)
@@ -143,7 +168,7 @@ def solve_groups_once(data_, work_, solvers_, sworks_, plans_, pws_, order, q, q
     for i in range(order.shape[0]):
         g = order[i]
         st, it, err = _group_pva(data, work, solvers, sworks, plans, pws, g, q, qd, qdd, t, tol,
-                                 max_iter, fixed)
+                                 max_iter, fixed, False)
         if st != K.OK:
             return st, it, err, g
         it_max = max(it_max, it)
@@ -152,24 +177,23 @@ def solve_groups_once(data_, work_, solvers_, sworks_, plans_, pws_, order, q, q
 
 
 @nb.njit(cache=True, nogil=True)
-def run_groups(data_, work_, solvers_, sworks_, plans_, pws_, order, times, q, qd, qdd, start,
-               stop, tol, max_iter, fixed, extrapolate, out_q, out_qd, out_qdd, out_res,
+def run_groups(data_, work_, solvers_, sworks_, plans_, pws_, order, all_cols_, times, q, qd, qdd,
+               start, stop, tol, max_iter, fixed, extrapolate, out_q, out_qd, out_qdd, out_res,
                out_iter):
     """Steps ``start..stop-1`` group by group (see :func:`.kernels.run` for the tracking)."""
     data, work, solvers, sworks = unmanaged(data_), unmanaged(work_), unmanaged(solvers_), \
         unmanaged(sworks_)
-    plans, pws = unmanaged(plans_), unmanaged(pws_)
+    plans, pws, all_cols = unmanaged(plans_), unmanaged(pws_), unmanaged(all_cols_)
     for k in range(start, stop):
         t = times[k]
-        if extrapolate and k > 0:
-            h = t - times[k - 1]
-            for i in range(q.shape[0]):
-                q[i] += h * qd[i] + 0.5 * h * h * qdd[i]
+        if extrapolate:
+            predict(times, k, all_cols, q, qd, qdd, out_qdd)
+        track = k > start and not fixed  # the paper's fixed Newton iterations: no chord
         it_max, err_max = 0, 0.0
         for i in range(order.shape[0]):
             g = order[i]
             st, it, err = _group_pva(data, work, solvers, sworks, plans, pws, g, q, qd, qdd, t,
-                                     tol, max_iter, fixed)
+                                     tol, max_iter, fixed, track)
             if st != K.OK:
                 return st, k, g
             it_max = max(it_max, it)

@@ -81,6 +81,11 @@ class KinematicResults(Results):
         }
         if analysis.engine is not None:
             summary["group_sizes"] = analysis.engine.structure.sizes()
+        summary["threads"] = list(analysis.threads)
+        tuning = getattr(analysis, "tuning", None)
+        if tuning is not None:
+            summary["auto_tuning"] = {"choice": tuning.choice.label, "cached": tuning.cached,
+                                      "trial": tuning.trial, "candidates": tuning.rows}
         super().__init__(times, None, summary)
 
     def _compute_channels(self) -> dict:

@@ -30,7 +30,7 @@ from numba.np.arrayobj import make_array
 
 from .._unmanaged import unmanaged
 from . import kernels as K
-from .grouped import _group_pva
+from .grouped import _group_pva, predict
 
 # ---- atomics and the barrier ------------------------------------------------------------------
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
@@ -116,19 +116,17 @@ def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, assign_ptr, assig
     status[w, 2] = -1
     for k in range(start, stop):
         t = times[k]
-        h = t - times[k - 1] if (extrapolate and k > 0) else 0.0
+        track = k > start and not fixed
         it_max, err_max = 0, 0.0
         for lv in range(n_levels):
             a = w * n_levels + lv
             for p in range(assign_ptr[a], assign_ptr[a + 1]):
                 g = assign[p]
                 cols = plans[g].cols
-                if h != 0.0:
-                    for i in range(cols.shape[0]):
-                        c = cols[i]
-                        q[c] += h * qd[c] + 0.5 * h * h * qdd[c]
+                if extrapolate:
+                    predict(times, k, cols, q, qd, qdd, out_qdd)
                 st, it, err = _group_pva(data, work, solvers, sworks, plans, pws, g, q, qd, qdd,
-                                         t, tol, max_iter, fixed)
+                                         t, tol, max_iter, fixed, track)
                 if st != K.OK:
                     status[w, 0] = st
                     status[w, 1] = k

@@ -17,10 +17,16 @@ from ..errors import AssemblyError, ConvergenceError, ModelError, UnknownNameErr
 from ..io.results import Results
 from ..model.compiled import CompiledModel
 from .equations import ConstraintSystem, planar_coordinates
+from .spatial import spatial_coordinates
 from .kernels import generate
 from .triangular import make_plan
 
 POSITION_SOLVERS = {"triangular": 0, "blocks": 1, "newton": 2}
+
+
+def coordinates(model: CompiledModel, **options) -> ConstraintSystem:
+    """Joint/mixed coordinates of a planar or spatial model (``absolute``, ``independent``)."""
+    return (spatial_coordinates if model.dim == 3 else planar_coordinates)(model, **options)
 
 
 class TriangularKinematics:
@@ -38,7 +44,7 @@ class TriangularKinematics:
         if position_solver not in POSITION_SOLVERS:
             raise UnknownNameError("position solver", position_solver, POSITION_SOLVERS)
         if isinstance(model, CompiledModel):
-            model = planar_coordinates(model, absolute=absolute)
+            model = coordinates(model, absolute=absolute)
         if not isinstance(model, ConstraintSystem):
             raise ModelError("TriangularKinematics needs a CompiledModel or a ConstraintSystem")
         if set(model.inputs) != set(model.independent):
@@ -104,7 +110,7 @@ def _channels(system, Q, QD, QDD, res, it) -> dict:
         ch[f"coordinate.{c.name}_d"] = QD[:, i]
         ch[f"coordinate.{c.name}_dd"] = QDD[:, i]
         body, _, comp = c.name.partition(".")
-        if comp in ("angle", "x", "y"):  # body angle, or the origin of an absolute body
+        if comp in ("angle", "x", "y", "z", "phi", "theta", "psi"):  # absolute body pose
             ch[f"body.{body}.{comp}"] = q
             ch[f"body.{body}.{comp}_d"] = QD[:, i]
             ch[f"body.{body}.{comp}_dd"] = QDD[:, i]

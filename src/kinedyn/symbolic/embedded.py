@@ -23,9 +23,10 @@ import sympy as sp
 from ..errors import ModelError, SolverError
 from ..io.results import Results
 from ..model.compiled import FRAME_CODE, CompiledModel
-from .analysis import _channels
+from .analysis import _channels, coordinates
 from .codegen import Kernel
-from .equations import T, PlanarEquations, _function_expr, _vec, planar_coordinates
+from .equations import T, PlanarEquations, _function_expr, _vec
+from .spatial import spatial_mass_and_forces
 from .kernels import _reads, coordinate_symbols, generate
 from .triangular import make_plan
 
@@ -87,7 +88,7 @@ class EmbeddedDynamics:
         if position_solver not in POSITION_SOLVERS:
             raise ModelError(f"unknown position solver {position_solver!r}; known: "
                              f"{', '.join(POSITION_SOLVERS)}")
-        eqs = planar_coordinates(model, absolute=absolute, independent=independent)
+        eqs = coordinates(model, absolute=absolute, independent=independent)
         if eqs.inputs:
             raise ModelError(f"{model.name}: embedded dynamics needs a model without drivers "
                              "(drivers fix the independent coordinates; use kinematics)")
@@ -101,7 +102,7 @@ class EmbeddedDynamics:
         self.plan = make_plan(eqs, **plan_options)
         self.plan_seconds = _time.perf_counter() - start
         start = _time.perf_counter()
-        M, F, V, qd_sym = planar_mass_and_forces(eqs)
+        M, F, V, qd_sym = (spatial_mass_and_forces if model.dim == 3 else planar_mass_and_forces)(eqs)
         qs, qds, sub = coordinate_symbols(eqs)
         sub.update({a: b for a, b in zip(qd_sym, qds)})
         tt = sp.Symbol("t")
@@ -115,8 +116,11 @@ class EmbeddedDynamics:
                    [(f"F[{i}]", sp.expand(F[i].xreplace(sub))) for i in range(n)]),
             Kernel("potential", ("q",), _reads(qs), [("V", V.xreplace(sub))], returns="V"),
         ]
+        nz = [(i, j) for i in range(n) for j in range(n) if Ms[i, j] != 0]
+        pattern = (f"MNZ_I = np.array({[i for i, _ in nz]}, dtype=np.int64)\n"
+                   f"MNZ_J = np.array({[j for _, j in nz]}, dtype=np.int64)\n")
         self.generated = generate(eqs, self.plan, name=f"{model.name}_embedded",
-                                  extra_kernels=kernels, extra_source=_EMBEDDED)
+                                  extra_kernels=kernels, extra_source=pattern + _EMBEDDED)
         self.generation_seconds = _time.perf_counter() - start
         self.q_initial = self.plan.solve(eqs.q0)
         self.qd_initial = np.zeros(n) if qd0 is None else np.asarray(qd0, float)
@@ -170,48 +174,104 @@ def complete(q, qd, t, mode, tol, max_iter):
     it = position(mode, q, t, tol, max_iter)
     if it < 0:
         return -1
-    J = np.zeros((NC_, NQ_))
-    velocity(q, qd, t, J, np.zeros(NC_))
+    if not velocity(q, qd, t, np.zeros((NC_, NQ_)), np.zeros(NC_), dep_workspace()):
+        return -1
     return it
 
 
 @njit(cache=True)
 def workspace():
     nf = IND.shape[0]
-    return (np.zeros((NC_, NQ_)), np.zeros(NC_), np.zeros((NC_, nf)), np.zeros((NQ_, nf)),
-            np.zeros(NC_), np.zeros(NQ_), np.zeros((NQ_, NQ_)), np.zeros(NQ_))
+    return (np.zeros((NC_, NQ_)), np.zeros(NC_), np.zeros((NC_, nf + 1)), np.zeros((NQ_, nf + 1)),
+            np.zeros((NQ_, nf)), np.zeros(NQ_), np.zeros((NQ_, NQ_)), np.zeros(NQ_),
+            np.zeros((NQ_, nf)), np.zeros((nf, nf)), np.zeros(nf), np.zeros(NQ_))
 
 
 @njit(cache=True)
-def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws):
-    """(B^T M B) qdd_i = B^T (F - M z) (eq. 2.28); q, qd: independent parts in, full out."""
-    J, pt, Ji, B, g, z, M, F = ws
+def solve_small(A, b):
+    """A x = b in place (Gaussian elimination with partial pivoting; b becomes x)."""
+    n = b.shape[0]
+    for c in range(n):
+        p = c
+        for r in range(c + 1, n):
+            if abs(A[r, c]) > abs(A[p, c]):
+                p = r
+        if p != c:
+            for k in range(n):
+                x = A[c, k]
+                A[c, k] = A[p, k]
+                A[p, k] = x
+            x = b[c]
+            b[c] = b[p]
+            b[p] = x
+        for r in range(c + 1, n):
+            f = A[r, c] / A[c, c]
+            for k in range(c, n):
+                A[r, k] -= f * A[c, k]
+            b[r] -= f * b[c]
+    for r in range(n - 1, -1, -1):
+        for k in range(r + 1, n):
+            b[r] -= A[r, k] * b[k]
+        b[r] /= A[r, r]
+
+
+@njit(cache=True)
+def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
+    """(B^T M B) qdd_i = B^T (F - M z) (eq. 2.28); q, qd: independent parts in, full out.
+
+    Phi_d is LU-factorised block by block (the plan's loops / legs) once and used for qd_d,
+    the columns of B and z = B' qd_i + C'; M is used through its nonzero pattern (MNZ)."""
+    J, pt, R, X, B, z, M, F, MB, A, rhs, Mz = ws
     it = position(mode, q, t, tol, max_iter)
     if it < 0:
         return -1
-    velocity(q, qd, t, J, pt)
-    Jd = J[:, DEP]
-    for a in range(IND.shape[0]):
-        Ji[:, a] = J[:, IND[a]]
-    Bd = -np.linalg.solve(Jd, Ji)                  # numeric LU, never a symbolic inverse
-    for a in range(DEP.shape[0]):
-        B[DEP[a], :] = Bd[a, :]
-    for a in range(IND.shape[0]):
+    if not velocity(q, qd, t, J, pt, W):          # numeric LU, never a symbolic inverse
+        return -1
+    nf = IND.shape[0]
+    for r in range(NC_):                           # [-Phi_i | gamma]
+        for a in range(nf):
+            R[r, a] = -J[r, IND[a]]
+    gamma(q, qd, t, R[:, nf])
+    solve_d(J, W, R, X)                            # X = [B_d | z_d], z = B' qd_i + C'
+    for a in range(nf):
+        for c in range(DEP.shape[0]):
+            B[DEP[c], a] = X[DEP[c], a]
         B[IND[a], a] = 1.0
-    gamma(q, qd, t, g)
-    zd = np.linalg.solve(Jd, g)                    # B' qd_i + C'
-    for a in range(DEP.shape[0]):
-        z[DEP[a]] = zd[a]
+    for c in range(DEP.shape[0]):
+        z[DEP[c]] = X[DEP[c], nf]
     M[:, :] = 0.0
     mass(q, M)
     forces(q, qd, t, F)
-    BtM = B.T @ M
-    acc = np.linalg.solve(BtM @ B, B.T @ F - BtM @ z)
-    qdd[:] = B @ acc + z
-    for a in range(IND.shape[0]):
+    MB[:, :] = 0.0
+    Mz[:] = 0.0
+    for e in range(MNZ_I.shape[0]):
+        i, j = MNZ_I[e], MNZ_J[e]
+        m = M[i, j]
+        Mz[i] += m * z[j]
+        for a in range(nf):
+            MB[i, a] += m * B[j, a]
+    for a in range(nf):
+        v = 0.0
+        for i in range(NQ_):
+            v += B[i, a] * (F[i] - Mz[i])
+        rhs[a] = v
+        for b in range(nf):
+            v = 0.0
+            for i in range(NQ_):
+                v += B[i, a] * MB[i, b]
+            A[a, b] = v
+    solve_small(A, rhs)
+    for i in range(NQ_):
+        v = z[i]
+        for a in range(nf):
+            v += B[i, a] * rhs[a]
+        qdd[i] = v
+    for a in range(nf):
         qi_dot[a] = qd[IND[a]]
-        qi_ddot[a] = acc[a]
+        qi_ddot[a] = rhs[a]
     return it
+
+
 
 
 @njit(cache=True)
@@ -224,10 +284,10 @@ def run_embedded(integ, mode, times, q, qd, Q, QD, QDD, RES, ENERGY, ITER, tol, 
     y = np.zeros(2 * nf)
     qdd = np.zeros(NQ_)
     r = np.zeros(NC_)
-    M = np.zeros((NQ_, NQ_))
     a1 = np.zeros(nf)
     a2 = np.zeros(nf)
     ws = workspace()
+    W = dep_workspace()
     for a in range(nf):
         y[a] = q[IND[a]]
         y[nf + a] = qd[IND[a]]
@@ -236,7 +296,7 @@ def run_embedded(integ, mode, times, q, qd, Q, QD, QDD, RES, ENERGY, ITER, tol, 
         for a in range(nf):
             q[IND[a]] = y[a]
             qd[IND[a]] = y[nf + a]
-        it = embedded_rhs(mode, q, qd, t, tol, max_iter, a1, a2, qdd, ws)
+        it = embedded_rhs(mode, q, qd, t, tol, max_iter, a1, a2, qdd, ws, W)
         if it < 0:
             return k
         k1[:nf] = a1
@@ -245,10 +305,15 @@ def run_embedded(integ, mode, times, q, qd, Q, QD, QDD, RES, ENERGY, ITER, tol, 
         QD[k] = qd
         QDD[k] = qdd
         phi(q, t, r)
-        RES[k] = np.abs(r).max()
-        M[:, :] = 0.0
-        mass(q, M)
-        ENERGY[k] = 0.5 * qd @ (M @ qd) + potential(q)
+        worst = 0.0
+        for c in range(NC_):
+            worst = max(worst, abs(r[c]))
+        RES[k] = worst
+        Mq = ws[6]                   # M(q) of this step, from embedded_rhs
+        v = 0.0
+        for e in range(MNZ_I.shape[0]):
+            v += qd[MNZ_I[e]] * Mq[MNZ_I[e], MNZ_J[e]] * qd[MNZ_J[e]]
+        ENERGY[k] = 0.5 * v + potential(q)
         ITER[k] = it
         if k == times.shape[0] - 1:
             break
@@ -262,7 +327,7 @@ def run_embedded(integ, mode, times, q, qd, Q, QD, QDD, RES, ENERGY, ITER, tol, 
                 q[IND[a]] = yy[a]
                 qd[IND[a]] = yy[nf + a]
             ts = t + (0.5 * h if stage < 2 else h)
-            if embedded_rhs(mode, q, qd, ts, tol, max_iter, a1, a2, qdd, ws) < 0:
+            if embedded_rhs(mode, q, qd, ts, tol, max_iter, a1, a2, qdd, ws, W) < 0:
                 return k
             kk = k2 if stage == 0 else (k3 if stage == 1 else k4)
             kk[:nf] = a1

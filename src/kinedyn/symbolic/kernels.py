@@ -113,7 +113,22 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
     extra.append(_RUN)
     extra.append(extra_source)
     kernels += list(extra_kernels)
-    header = f"DEP = np.array({list(map(int, dep))}, dtype=np.int64)\nIND = np.array({list(map(int, ind))}, dtype=np.int64)\nNQ_ = {system.n_q}\nNC_ = {system.n_c}"
+    rows = [int(i) for b in plan.blocks for i in b.equations]
+    cols = [int(i) for b in plan.blocks for i in b.unknowns]
+    ptr = np.cumsum([0] + [len(b.unknowns) for b in plan.blocks]).tolist()
+    coupling, cptr = [], [0]     # per block row: positions of earlier unknowns it involves
+    for k in range(len(plan.blocks)):
+        for a in range(ptr[k], ptr[k + 1]):
+            coupling += [c for c in range(ptr[k]) if Jq[rows[a], cols[c]] != 0]
+            cptr.append(len(coupling))
+    header = "\n".join([f"DEP = np.array({list(map(int, dep))}, dtype=np.int64)",
+                        f"IND = np.array({list(map(int, ind))}, dtype=np.int64)",
+                        f"BROW = np.array({rows}, dtype=np.int64)",   # Phi_d in plan block order
+                        f"BCOL = np.array({cols}, dtype=np.int64)",
+                        f"BPTR = np.array({ptr}, dtype=np.int64)",
+                        f"CPTR = np.array({cptr}, dtype=np.int64)",
+                        f"CPL = np.array({coupling}, dtype=np.int64)",
+                        f"NQ_ = {system.n_q}", f"NC_ = {system.n_c}"])
     module, ops = build_module(name or system.name, kernels, "\n".join(extra), header)
     tri_ops = _sum_ops([ops[f"tri_{k}"] for k, b in enumerate(plan.blocks) if b.kind == "triangular"])
     ops["position_triangular"] = tri_ops
@@ -180,29 +195,102 @@ def position(mode, q, t, tol, max_iter):
 
 
 @njit(cache=True)
-def velocity(q, qd, t, J, pt):
-    """qd_d = -Phi_d^-1 (Phi_i qd_i + Phi_t) (thesis eq. 2.26)."""
-    J[:, :] = 0.0
-    phi_q(q, t, J)
-    phi_t(q, t, pt)
-    rhs = -pt
-    for a in range(IND.shape[0]):
-        rhs -= J[:, IND[a]] * qd[IND[a]]
-    x = np.linalg.solve(J[:, DEP], rhs)
-    for a in range(DEP.shape[0]):
-        qd[DEP[a]] = x[a]
+def dep_workspace():
+    """(LU of Phi_d's diagonal blocks, pivots, scratch) for factor_d / solve_d."""
+    return np.zeros((NC_, NC_)), np.zeros(NC_, dtype=np.int64), np.zeros(NC_)
 
 
 @njit(cache=True)
-def acceleration(q, qd, qdd, t, J, g):
-    """Phi_d qdd_d = gamma - Phi_i qdd_i (J already holds Phi_q at q)."""
+def factor_d(J, W):
+    """LU with partial pivoting of each diagonal block of Phi_d (the plan's blocks: per loop /
+    per leg), in place in W; False if a block is singular."""
+    LU, piv, tmp = W
+    for k in range(BPTR.shape[0] - 1):
+        s0, s1 = BPTR[k], BPTR[k + 1]
+        for a in range(s0, s1):
+            for b in range(s0, s1):
+                LU[a, b] = J[BROW[a], BCOL[b]]
+        for c in range(s0, s1):
+            p = c
+            big = abs(LU[c, c])
+            for r in range(c + 1, s1):
+                if abs(LU[r, c]) > big:
+                    big = abs(LU[r, c])
+                    p = r
+            piv[c] = p
+            if p != c:
+                for b in range(s0, s1):
+                    x = LU[c, b]
+                    LU[c, b] = LU[p, b]
+                    LU[p, b] = x
+            if LU[c, c] == 0.0:
+                return False
+            for r in range(c + 1, s1):
+                f = LU[r, c] / LU[c, c]
+                LU[r, c] = f
+                for b in range(c + 1, s1):
+                    LU[r, b] -= f * LU[c, b]
+    return True
+
+
+@njit(cache=True)
+def solve_d(J, W, R, X):
+    """Phi_d X_d = R for the columns of R (by constraint; X by coordinate, only the rows DEP
+    written) by block forward substitution over the plan's blocks (block lower-triangular;
+    factor_d first). Only the structural couplings CPL to earlier blocks are visited."""
+    LU, piv, tmp = W
+    for m in range(R.shape[1]):
+        for k in range(BPTR.shape[0] - 1):
+            s0, s1 = BPTR[k], BPTR[k + 1]
+            for a in range(s0, s1):
+                v = R[BROW[a], m]
+                for e in range(CPTR[a], CPTR[a + 1]):
+                    c = CPL[e]
+                    v -= J[BROW[a], BCOL[c]] * X[BCOL[c], m]
+                tmp[a] = v
+            for c in range(s0, s1):
+                p = piv[c]
+                if p != c:
+                    v = tmp[c]
+                    tmp[c] = tmp[p]
+                    tmp[p] = v
+            for a in range(s0, s1):
+                for c in range(s0, a):
+                    tmp[a] -= LU[a, c] * tmp[c]
+            for a in range(s1 - 1, s0 - 1, -1):
+                for c in range(a + 1, s1):
+                    tmp[a] -= LU[a, c] * tmp[c]
+                tmp[a] /= LU[a, a]
+            for a in range(s0, s1):
+                X[BCOL[a], m] = tmp[a]
+
+
+@njit(cache=True)
+def velocity(q, qd, t, J, pt, W):
+    """qd_d = -Phi_d^-1 (Phi_i qd_i + Phi_t) (thesis eq. 2.26); leaves Phi_q in J and its
+    block LU in W. False if Phi_d is singular."""
+    J[:, :] = 0.0
+    phi_q(q, t, J)
+    phi_t(q, t, pt)
+    for r in range(NC_):
+        v = -pt[r]
+        for a in range(IND.shape[0]):
+            v -= J[r, IND[a]] * qd[IND[a]]
+        pt[r] = v
+    if not factor_d(J, W):
+        return False
+    solve_d(J, W, pt.reshape((NC_, 1)), qd.reshape((NQ_, 1)))
+    return True
+
+
+@njit(cache=True)
+def acceleration(q, qd, qdd, t, J, g, W):
+    """Phi_d qdd_d = gamma - Phi_i qdd_i (J, W from velocity at q)."""
     gamma(q, qd, t, g)
-    rhs = g.copy()
-    for a in range(IND.shape[0]):
-        rhs -= J[:, IND[a]] * qdd[IND[a]]
-    x = np.linalg.solve(J[:, DEP], rhs)
-    for a in range(DEP.shape[0]):
-        qdd[DEP[a]] = x[a]
+    for r in range(NC_):
+        for a in range(IND.shape[0]):
+            g[r] -= J[r, IND[a]] * qdd[IND[a]]
+    solve_d(J, W, g.reshape((NC_, 1)), qdd.reshape((NQ_, 1)))
 
 
 @njit(cache=True)
@@ -214,6 +302,7 @@ def run(mode, times, q, Q, QD, QDD, RES, ITER, tol, max_iter, extrapolate):
     r = np.zeros(NC_)
     qd = np.zeros(NQ_)
     qdd = np.zeros(NQ_)
+    W = dep_workspace()
     for k in range(times.shape[0]):
         t = times[k]
         if extrapolate and k > 0:
@@ -224,8 +313,9 @@ def run(mode, times, q, Q, QD, QDD, RES, ITER, tol, max_iter, extrapolate):
         it = position(mode, q, t, tol, max_iter)
         if it < 0:
             return k
-        velocity(q, qd, t, J, pt)
-        acceleration(q, qd, qdd, t, J, g)
+        if not velocity(q, qd, t, J, pt, W):
+            return k
+        acceleration(q, qd, qdd, t, J, g, W)
         phi(q, t, r)
         RES[k] = np.abs(r).max()
         ITER[k] = it

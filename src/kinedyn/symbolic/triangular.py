@@ -129,12 +129,14 @@ class TriangularBlock:
     poly: Polynomialised
     basis: BasisResult
     steps: list[Step]
+    definitions: list = field(default_factory=list)   # (parameter symbol, expr in knowns)
 
     kind = "triangular"
 
     def assignments(self, system: ConstraintSystem) -> list[tuple[sp.Symbol, sp.Expr]]:
-        """(target, expression) in evaluation order: steps, then angles by atan2 and lengths."""
-        out = [(s.var, s.expr) for s in self.steps]
+        """(target, expression) in evaluation order: reduced-known parameters, steps, then
+        angles by atan2."""
+        out = list(self.definitions) + [(s.var, s.expr) for s in self.steps]
         for i in self.unknowns:
             c = system.coordinates[i]
             if c.angle:
@@ -230,7 +232,7 @@ def _newton_block(system, block, q, t, tol, max_iter):
 
 def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
               use_cache: bool = True, tol: float = 1e-12, track: bool = True,
-              sine_first=()) -> Plan:
+              sine_first=(), reduce_knowns: bool | None = None) -> Plan:
     """Block-triangular solution plan of ``system`` with branches chosen at ``system.q0``.
 
     order: optional coordinate names, eliminated first to last (default: reverse traversal
@@ -238,8 +240,12 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
     :func:`_choose_branches`); False keeps the thesis's fixed signs. sine_first: angle
     coordinate names whose sine is solved before their cosine (the unknown of the quadratic
     should tell the assembly modes apart over the workspace: a four-bar's rocker cosine does
-    not at crank angle pi, its sine does).
+    not at crank angle pi, its sine does). reduce_knowns: intermediate-variable reduction
+    (:func:`reduce_known_coefficients`; default: the system's ``reduce_knowns`` attribute,
+    True for spatial systems).
     """
+    if reduce_knowns is None:
+        reduce_knowns = bool(getattr(system, "reduce_knowns", False))
     dep = list(system.dependent)
     col = {i: k for k, i in enumerate(dep)}
     syms = {c.symbol: i for i, c in enumerate(system.coordinates)}
@@ -265,6 +271,9 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
                              [co[i].symbol for i in known if co[i].angle],
                              [co[i].symbol for i in known if not co[i].angle] + ([T] if T in free else []),
                              tol=tol, sine_first={co[system.index(n)].symbol for n in sine_first})
+        definitions = []
+        if reduce_knowns:
+            poly, definitions = reduce_known_coefficients(poly)
         res = groebner_basis(poly.polys, poly.unknowns + poly.knowns, time_limit, use_cache)
         if not res.ok:
             plan.blocks.append(NewtonBlock(eqs, tuple(unk), f"Groebner basis did not finish in "
@@ -277,10 +286,47 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
         if isinstance(steps, str):
             plan.blocks.append(NewtonBlock(eqs, tuple(unk), steps + " (fall-back: Newton)"))
             continue
-        block = TriangularBlock(eqs, tuple(unk), poly, res, steps)
+        block = TriangularBlock(eqs, tuple(unk), poly, res, steps, definitions)
         _choose_branches(system, block, system.q0, track=track)
         plan.blocks.append(block)
     return plan
+
+
+def reduce_known_coefficients(poly: Polynomialised) -> tuple[Polynomialised, list]:
+    """Intermediate-variable reduction (digest section 6.3, beyond the thesis): every
+    coefficient of a monomial in the unknowns that depends on the knowns -- e.g. a
+    Gough-Stewart leg's platform-point coordinate x + (R(phi, theta, psi) P_k)_x - B_x,k --
+    becomes a fresh parameter symbol k<i>, so the basis is computed over a few parameters
+    instead of the whole pose (the thesis's Maple took about 2 h per leg without it). The
+    known angles carry no s^2 + c^2 - 1 (section 5.1), so the parameters are as free as the
+    knowns were and the basis specialises the same way. Returns the reduced system and the
+    definitions [(k<i>, expression in the knowns)] evaluated before the triangular steps."""
+    unknowns = list(poly.unknowns)
+    params: dict = {}
+    defs = []
+
+    def param(c):
+        c = sp.expand(c)
+        for sign in (1, -1):
+            if sign * c in params:
+                return sign * params[sign * c]
+        sym = sp.Symbol(f"k{len(params)}", real=True)
+        params[c] = sym
+        defs.append((sym, c))
+        return sym
+
+    polys = []
+    for p in poly.polys:
+        P = sp.Poly(p, *unknowns)
+        terms = []
+        for mon, c in P.terms():
+            c = sp.expand(c)
+            if c.free_symbols:
+                c = param(c)
+            terms.append(c * sp.Mul(*[u ** e for u, e in zip(unknowns, mon)]))
+        polys.append(sp.expand(sp.Add(*terms)))
+    reduced = Polynomialised(tuple(polys), poly.unknowns, tuple(s for s, _ in defs), poly.trig)
+    return reduced, defs
 
 
 def _choose_branches(system, block, q0, t=0.0, track=True):
@@ -299,6 +345,9 @@ def _choose_branches(system, block, q0, t=0.0, track=True):
         else:
             val[c.symbol] = q0[i]
     val[T] = t
+    for sym, e in block.definitions:
+        syms = sorted(e.free_symbols, key=str)
+        val[sym] = float(sp.lambdify(syms, e, "numpy")(*[val[x] for x in syms]))
     ref = dict(val)
 
     def num(e):

@@ -66,7 +66,7 @@ class Hamiltonian:
         self.joint_sign = np.array([-1.0 if r else 1.0 for r in ch.reversed])
         angles, points = self._initial_pose()
         self._arrays = self._chain_arrays(angles, points)
-        self.q0 = self._initial_coordinates(angles, points)
+        self.q0 = self.joint_coordinates(angles, points)
         self.data = self.make_data(min_parallel)
 
     # ---- construction ----------------------------------------------------------------------------
@@ -119,7 +119,9 @@ class Hamiltonian:
                 offset[k] = angles[bb] - angles[ba]
         return dict(jtype=jtype, point_a=point_a, point_b=point_b, axis=axis, offset=offset)
 
-    def _initial_coordinates(self, angles, points):
+    def joint_coordinates(self, angles, points) -> np.ndarray:
+        """Joint coordinates of a pose: model body angles (n_body,) and point positions
+        (n_point, 2)."""
         m, ch = self.model, self.chain
         q = np.zeros(self.n_j)
         for k in range(self.n_j):

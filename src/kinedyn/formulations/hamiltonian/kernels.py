@@ -507,6 +507,17 @@ def hdca_derivative(data, work, q, p, qd, pd) -> int:
                     unmanaged(qd), unmanaged(pd))
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def evaluate_state(data, work, y, ydot) -> int:
+    """``ydot = [qd; pd]`` at ``y = [q; p]`` with the passes inlined into the caller (the
+    protocol derivative): the unmanaged views made here let LLVM drop every reference count,
+    and no second call (with its by-value copy of the NamedTuples' array descriptors) is made
+    per evaluation."""
+    n = data.n_j
+    return evaluate(unmanaged(data), unmanaged(work), unmanaged(y[:n]), unmanaged(y[n:]),
+                    unmanaged(ydot[:n]), unmanaged(ydot[n:]))
+
+
 # ---- the compiled protocol: HDCA is itself an ODE on y = [q; p] -------------------------------------
 def _no_post(system, work, y, t):
     return 0
@@ -516,10 +527,14 @@ def _record(system, work, y, t, out):
     out[:] = y
 
 
-def register_ode(cls, derivative) -> None:
+def register_ode(cls, derivative, record=_record) -> None:
     """Implement the protocol for a NamedTuple ``cls`` that is an ODE on its own state:
     ``calc_state_derivative`` by ``derivative(system, work, y, t, ydot)``, no post-step
-    correction, the state recorded as it is."""
+    correction, the state recorded by ``record(system, work, y, t, out)`` (default: as it is).
+
+    The derivative stays a real call (one per stage): inlined into the integrators' step at the
+    Numba IR level (``overload(..., inline="always")``) every RK4 stage's derivative read back
+    as the last one's (Numba 0.68), so only the passes are inlined, into the derivative."""
     def ov_derivative(system, work, y, t, ydot):
         if protocol.is_type(system, cls):
             return derivative
@@ -530,15 +545,14 @@ def register_ode(cls, derivative) -> None:
 
     def ov_record(system, work, y, t, out):
         if protocol.is_type(system, cls):
-            return _record
+            return record
     overload(protocol.calc_state_derivative, jit_options=protocol.JIT)(ov_derivative)
     overload(protocol.post_step, jit_options=protocol.JIT)(ov_post)
     overload(protocol.record_state, jit_options=protocol.JIT)(ov_record)
 
 
 def _derivative(system, work, y, t, ydot):
-    n = system.n_j
-    return hdca_derivative(system, work, y[:n], y[n:], ydot[:n], ydot[n:])
+    return evaluate_state(system, work, y, ydot)
 
 
 register_ode(HDCAData, _derivative)

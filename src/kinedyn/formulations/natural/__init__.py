@@ -74,7 +74,7 @@ class Natural:
         M.sort_indices()
         ops, args, start = function_tapes(lay)
         (const, e_start, e_block, e_alpha, e_beta) = table.arrays()
-        (indptr, indices, jc_start, jc_slot, jc_term, jc_pos, jac_const) = jacobian_pattern(
+        (indptr, indices, jc_start, jc_slot, jc_term, jc_pos, jc_first, jac_const) = jacobian_pattern(
             lay, table, con_ent)
         self.data = NaturalData(
             dim=d, dims=(0,) * d, n_q=self.n_q, ent_const=const, ent_start=e_start, ent_block=e_block,
@@ -84,7 +84,7 @@ class Natural:
             con_value=np.array([eq.value for eq in lay.equations], float),
             con_fn=np.array([eq.functions for eq in lay.equations], np.int64).reshape(-1, 2),
             jac_indptr=indptr, jac_indices=indices, jc_start=jc_start, jc_slot=jc_slot,
-            jc_term=jc_term, jc_pos=jc_pos, jac_const=jac_const,
+            jc_term=jc_term, jc_pos=jc_pos, jc_first=jc_first, jac_const=jac_const,
             fn_ops=ops, fn_args=args, fn_start=start,
             **{f"fp_{k}": v for k, v in build_program(ops, args, start)._asdict().items()},
             mass_indptr=M.indptr.astype(np.int64), mass_indices=M.indices.astype(np.int64),

@@ -36,6 +36,7 @@ class NaturalData(NamedTuple):
     jc_slot: np.ndarray      # entity slot of the contribution
     jc_term: np.ndarray      # entity term (block, alpha, beta)
     jc_pos: np.ndarray       # CSR position of the block's first column (dim columns follow)
+    jc_first: np.ndarray     # 1 for the first contribution to its block (assigns), 0 (adds)
     jac_const: np.ndarray    # (nnz,) Jacobian values of LINEAR rows, which are constant
     fn_ops: np.ndarray       # tapes of the functions of time (model's + derived)
     fn_args: np.ndarray
@@ -146,7 +147,7 @@ def jacobian_pattern(layout: NaturalLayout, table: EntityTable, con_ent: np.ndar
     of LINEAR rows (see NaturalData)."""
     d = layout.dim
     indptr, indices, const = [0], [], []
-    jc_start, jc_slot, jc_term, jc_pos = [0], [], [], []
+    jc_start, jc_slot, jc_term, jc_pos, jc_first = [0], [], [], [], []
     term_offset = np.cumsum([0] + [len(e.terms) for e in table.items])
     for r, eq in enumerate(layout.equations):
         blocks = []  # (slot, term, block, alpha, beta)
@@ -173,15 +174,18 @@ def jacobian_pattern(layout: NaturalLayout, table: EntityTable, con_ent: np.ndar
             pos = {col: start + i for i, col in enumerate(cols)}
             indices += cols
             const += [0.0] * len(cols)
+            seen = set()
             for s, term, b, _, _ in blocks:
                 jc_slot.append(s)
                 jc_term.append(term)
                 jc_pos.append(pos[d * b])
+                jc_first.append(int(b not in seen))
+                seen.add(b)
         indptr.append(len(indices))
         jc_start.append(len(jc_slot))
     as_int = lambda x: np.array(x, np.int64)  # noqa: E731
     return (as_int(indptr), as_int(indices), as_int(jc_start), as_int(jc_slot), as_int(jc_term),
-            as_int(jc_pos), np.array(const, float))
+            as_int(jc_pos), as_int(jc_first), np.array(const, float))
 
 
 def mass_matrix(layout: NaturalLayout) -> np.ndarray:

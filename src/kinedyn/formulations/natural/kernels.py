@@ -190,7 +190,7 @@ def _angle_gradient(S, C, ev, g, d):
 
 @nb.njit(**_WORKER)
 def _phi_jac_w(E, mark, con_kind, con_comp, con_value, con_fn, indptr, jc_start, jc_slot, jc_term,
-               jc_pos, jac_const, ent_alpha, ent_beta, fval, ev, g, q, rows, phi, values,
+               jc_pos, jc_first, jac_const, ent_alpha, ent_beta, fval, ev, g, q, rows, phi, values,
                want_phi, want_jac):
     """phi (``want_phi``) and/or the Jacobian entries (``want_jac``) of the given rows, in one
     pass: both read the same entity values."""
@@ -232,21 +232,24 @@ def _phi_jac_w(E, mark, con_kind, con_comp, con_value, con_fn, indptr, jc_start,
                     for k in range(d):
                         ev[s, k] = V[e, k]
             _angle_gradient(_f(fval, con_fn[r, 0], 0), _f(fval, con_fn[r, 1], 0), ev, g, d)
-        for p in range(indptr[r], indptr[r + 1]):
-            values[p] = 0.0
         for c in range(jc_start[r], jc_start[r + 1]):  # block b gets (alpha I + beta J)^T g_s
             s = jc_slot[c]
             term = jc_term[c]
             p = jc_pos[c]
             a = ent_alpha[term]
-            if d == 2:
-                b = ent_beta[term]
-                values[p] += a * g[s, 0] + b * g[s, 1]
-                values[p + 1] += a * g[s, 1] - b * g[s, 0]
+            b = ent_beta[term] if d == 2 else 0.0
+            v0 = a * g[s, 0] + b * g[s, 1]
+            v1 = a * g[s, 1] - b * g[s, 0]
+            if jc_first[c]:  # every entry of the row is some block's: no zeroing needed
+                values[p] = v0
+                values[p + 1] = v1
+                if d == 3:
+                    values[p + 2] = a * g[s, 2]
             else:
-                values[p] += a * g[s, 0]
-                values[p + 1] += a * g[s, 1]
-                values[p + 2] += a * g[s, 2]
+                values[p] += v0
+                values[p + 1] += v1
+                if d == 3:
+                    values[p + 2] += a * g[s, 2]
 
 
 @nb.njit(**_WRAP)
@@ -254,7 +257,7 @@ def _phi_jac(data, work, q, t, rows, phi, values, want_phi, want_jac):
     _time(data, work, t)
     _phi_jac_w(_ents(data, work, work.ent, work.stamp), _next_mark(work), data.con_kind,
                data.con_comp, data.con_value, data.con_fn, data.jac_indptr, data.jc_start,
-               data.jc_slot, data.jc_term, data.jc_pos, data.jac_const, data.ent_alpha,
+               data.jc_slot, data.jc_term, data.jc_pos, data.jc_first, data.jac_const, data.ent_alpha,
                data.ent_beta, work.fval, work.ev, work.g, q, rows, phi, values, want_phi,
                want_jac)
 
