@@ -146,3 +146,104 @@ def test_fixed_sign_on_a_mode_blind_unknown_jumps_branch():
             rocker.append(q[i])
         step = np.abs(np.diff(np.unwrap(rocker))).max()
         assert (step > 0.5) == jumps
+
+
+def test_automatic_branch_choice_picks_the_mode_telling_unknown():
+    """Without ``sine_first`` the planner tries both orders of the rocker's s, c and keeps the
+    one whose two roots are farther apart at the initial configuration: the four-bar's rocker
+    sine (the mirror line pivot-crank pin is near horizontal, so the cosines nearly coincide);
+    with fixed signs it then stays on one assembly mode over the whole revolution. An explicit
+    list (even empty) overrides."""
+    eqs = planar_coordinates(kinedyn.models.get("four-bar-driven").compile())
+    i = eqs.index("rocker.angle")
+    rocker = eqs.coordinates[i].symbol
+    auto = make_plan(eqs, time_limit=60, track=False)
+    forced = make_plan(eqs, time_limit=60, track=False, sine_first=())
+    (blk,), (blk_forced,) = auto.blocks, forced.blocks
+    assert blk.sine_first == {rocker} and blk_forced.sine_first == set()
+    assert blk.separation > 2 * blk_forced.separation
+    q = eqs.q0.copy()
+    path = []
+    for th in np.linspace(np.pi / 2, 2.5 * np.pi, 200):
+        q[0] = th
+        q = auto.solve(q)
+        assert np.abs(eqs.residual(q)).max() <= 1e-12
+        path.append(q[i])
+    assert np.abs(np.diff(np.unwrap(path))).max() < 0.1
+
+
+def _follow(eqs, plan, times):
+    """Plan solution and warm-started Newton along the driven trajectory (max deviations)."""
+    q = eqs.q0.copy()
+    worst, dev = 0.0, 0.0
+    for t in times:
+        for i, f in eqs.inputs.items():
+            q[i] = float(f.subs(T, t))
+        sol = plan.solve(q, t)
+        q = eqs.solve_newton(q, t)[0]
+        worst = max(worst, np.abs(eqs.residual(sol, t)).max())
+        d = sol - q
+        ang = [k for k, c in enumerate(eqs.coordinates) if c.angle]
+        d[ang] = (d[ang] + np.pi) % (2 * np.pi) - np.pi
+        dev = max(dev, np.abs(d).max())
+    return worst, dev
+
+
+@pytest.mark.parametrize("driven, blocks", [("theta1", [("triangular", 2), ("newton", 2)]),
+                                            ("beta1", [("newton", 4)])])
+def test_stephenson3_solution_flow(driven, blocks):
+    """Thesis section 4.2.2 in joint coordinates q = (beta1..beta4, theta1), loops closed as
+    in the thesis: driving theta1 solves the floating four-bar L_theta first (triangular, a
+    quadratic) and leaves L_beta with beta2, beta3 known; driving beta1 couples both loops
+    (4 unknowns). Each loop's equations are written in the frame of its middle body, so
+    L_theta involves only (beta2, beta3, theta1). Along the thesis's trajectory the plan equals
+    Newton and satisfies the constraints to round-off."""
+    from kinedyn.models.sixbar import STEPHENSON3_CUT
+    eqs = planar_coordinates(kinedyn.models.get(f"stephenson3-{driven}").compile(),
+                             joint_angles=True, cut=STEPHENSON3_CUT)
+    names = [c.name for c in eqs.coordinates]
+    assert sorted(names) == sorted(f"joint.{n}" for n in ("beta1", "beta2", "beta3", "beta4", "theta1"))
+    theta = [k for k, n in enumerate(eqs.constraint_names) if "theta_close" in n]
+    for k in theta:
+        assert {s.name for s in eqs.phi[k].free_symbols} == {"joint_beta2", "joint_beta3", "joint_theta1"}
+    plan = make_plan(eqs, time_limit=10)
+    assert [(b.kind, len(b.unknowns)) for b in plan.blocks] == blocks, plan.report()
+    worst, dev = _follow(eqs, plan, np.linspace(0, 1, 21))
+    assert worst <= 1e-12 and dev <= 1e-10
+
+
+def test_landing_gear_constraints_are_the_thesis_equations():
+    """(4.26)-(4.29) with the thesis's theta_D = -(our drag-strut joint angle) and the data in
+    drawing units: our closures at C (written in the main strut's frame, the middle of loop
+    ABCD) rotated to the fuselage frame, and at E, are those four polynomials up to sign at
+    random configurations; the two loops couple all four dependent angles (one 4-unknown
+    block, SymPy's basis does not finish -- the digest's 30-min check) and the plan follows
+    Newton through the retraction."""
+    from kinedyn.models.sixbar import LANDING_GEAR_CUT
+    model = kinedyn.models.landing_gear(driven=True, unit=1.0).compile()
+    eqs = planar_coordinates(model, joint_angles=True, cut=LANDING_GEAR_CUT)
+    order = [eqs.index(n) for n in ("joint.A", "joint.B", "joint.D", "joint.F", "cylinder.stroke")]
+    names = list(eqs.constraint_names)
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        A, B, D, F = rng.uniform(-np.pi, np.pi, 4)
+        p = rng.uniform(150, 300)
+        q = np.zeros(eqs.n_q)
+        q[order] = A, B, -D, F, p
+        r = dict(zip(names, eqs.residual(q)))
+        cx, cy = r["joint C: x"], r["joint C: y"]
+        upper = np.array([[np.cos(A), -np.sin(A)], [np.sin(A), np.cos(A)]]) @ [cx, cy]
+        lower = np.array([r["joint E: x"], r["joint E: y"]])
+        sA, cA, sB, cB, sD, cD, sF, cF = (np.sin(A), np.cos(A), np.sin(B), np.cos(B), np.sin(D),
+                                          np.cos(D), np.sin(F), np.cos(F))
+        thesis = np.array([sA * sB * p - cA * cB * p + 62 * sA - 42 * cA + 16.97 * sD + 6.08 * cD + 231,
+                           sA * cB * p + cA * sB * p + 42 * sA + 62 * cA + 6.08 * sD - 16.97 * cD - 62,
+                           178.4 * sA * sF - 178.4 * cA * cF - 212 * sA - 25 * cA - 164.4 * cD + 231,
+                           178.4 * sA * cF + 178.4 * cA * sF + 25 * sA - 212 * cA - 164.4 * sD - 62])
+        ours = np.r_[upper, lower]
+        assert np.allclose(np.abs(ours), np.abs(thesis), atol=1e-9) and np.abs(thesis).min() > 1e-3
+    plan = make_plan(eqs, time_limit=5)
+    assert [(b.kind, len(b.unknowns)) for b in plan.blocks] == [("newton", 4)]
+    assert "did not finish in 5 s" in plan.report()[0]
+    worst, dev = _follow(eqs, plan, np.linspace(0, 1, 11))
+    assert worst <= 1e-9 and dev <= 1e-10

@@ -22,7 +22,9 @@ KNOWN = {"double-pendulum": (2, 0), "four-bar": (1, 0), "four-bar-driven": (1, 1
          "parallelogram": (0, 1), "quadruped": (18, 0), "vehicle": (17, 1),
          # Gruebler's count again: each planar scissor stage has redundant equations in 3-D;
          # the Jacobian rank gives the true 6 (tests/kinematics/test_mobility.py)
-         "scissor-platform-6x1": (-6, 6)}
+         "scissor-platform-6x1": (-6, 6),
+         "stephenson3": (1, 0), "stephenson3-beta1": (1, 1), "stephenson3-theta1": (1, 1),
+         "landing-gear": (1, 0), "landing-gear-driven": (1, 1)}
 
 
 def test_every_library_model_is_listed():

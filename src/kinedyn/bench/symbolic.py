@@ -25,16 +25,20 @@ from ..errors import SolverError
 from ..models import get
 from ..symbolic.analysis import TriangularKinematics
 from ..symbolic.embedded import EmbeddedDynamics
+from ..models.sixbar import LANDING_GEAR_CUT, STEPHENSON3_CUT
 from ..symbolic.thesis import spatial_four_bar
 from .common import Report, time_call
 
-#: (model, plan options, embedded options)
-KINEMATIC = (("slider-crank-driven", {}), ("four-bar-driven", {"sine_first": ["rocker.angle"]}),
+_S3 = {"joint_angles": True, "cut": STEPHENSON3_CUT, "time_limit": 10}
+_LG = {"joint_angles": True, "cut": LANDING_GEAR_CUT, "time_limit": 10}
+#: (model, options); the four-bar's branch unknown is chosen automatically (rocker sine)
+KINEMATIC = (("slider-crank-driven", {}), ("four-bar-driven", {}),
              ("spatial-four-bar (4.12)-(4.14)", {"order": ["beta2", "beta3", "beta4"]}),
-             ("gough-stewart-driven", {"absolute": ["platform"]}))
+             ("gough-stewart-driven", {"absolute": ["platform"]}),
+             ("stephenson3-theta1", _S3), ("stephenson3-beta1", _S3), ("landing-gear-driven", _LG))
 #: (model, plan options, embedded options, model parameters); the Gough-Stewart run is the
 #: thesis's (section 4.2.5: leg forces only, no gravity) in mixed coordinates (platform pose).
-DYNAMIC = (("slider-crank", {}, {}, {}), ("four-bar", {"sine_first": ["rocker.angle"]}, {}, {}),
+DYNAMIC = (("slider-crank", {}, {}, {}), ("four-bar", {}, {}, {}),
            ("gough-stewart", {}, {"absolute": ["platform"]}, {"g": 0.0}))
 #: natural-coordinate DAE baselines: the thesis's tuned Gough-Stewart settings (Table 4.10),
 #: generic ones elsewhere

@@ -213,13 +213,15 @@ def _ov_derivative(system, work, y, t, ydot):
         return _derivative
 
 
-@overload(protocol.post_step, jit_options=protocol.JIT)
+@overload(protocol.post_step, jit_options=protocol.JIT,
+          inline="always")  # trivial: no call copying the system
 def _ov_post(system, work, y, t):
     if protocol.is_type(system, Vehicle):
         return _no_post
 
 
-@overload(protocol.record_state, jit_options=protocol.JIT)
+@overload(protocol.record_state, jit_options=protocol.JIT,
+          inline="always")  # trivial: no call copying the system
 def _ov_record(system, work, y, t, out):
     if protocol.is_type(system, Vehicle):
         return _record

@@ -15,6 +15,7 @@ from ..model import System
 from .chains import cart_pendulum
 from .planar import double_pendulum, four_bar, parallelogram, rrr3, slider_crank
 from .scissor import scissor_platform
+from .sixbar import landing_gear, stephenson3
 from .scissor import from_name as _scissor_from_name
 from .stewart import gough_stewart, stewart_paper
 from .vehicle import quadruped, vehicle
@@ -42,6 +43,14 @@ MODELS: dict[str, ModelInfo] = {m.name: m for m in (
               "slider-crank, crank driven at 1 rev/s"),
     ModelInfo("3-rrr", rrr3, "planar 3-RRR parallel robot with the thesis's motor torques"),
     ModelInfo("3-rrr-driven", partial(rrr3, driven=True), "3-RRR with driven base joints"),
+    ModelInfo("stephenson3", stephenson3, "Stephenson-III six-bar (thesis 4.2.2), free under gravity"),
+    ModelInfo("stephenson3-beta1", partial(stephenson3, driven="beta1"),
+              "Stephenson-III, beta1 = 2.09 + sin(pi t) (block-triangular, thesis Fig. 4.7)"),
+    ModelInfo("stephenson3-theta1", partial(stephenson3, driven="theta1"),
+              "Stephenson-III, theta1 driven through the same motion (triangular, Fig. 4.8)"),
+    ModelInfo("landing-gear", landing_gear, "aircraft nose landing gear (thesis 4.2.3, A.1), free"),
+    ModelInfo("landing-gear-driven", partial(landing_gear, driven=True),
+              "aircraft nose landing gear retracted by its hydraulic cylinder in 1 s"),
     ModelInfo("gough-stewart", gough_stewart, "Gough-Stewart 6-UPS (thesis A.3-A.4), leg forces"),
     ModelInfo("gough-stewart-driven", partial(gough_stewart, driven=True),
               "Gough-Stewart 6-UPS, platform pose driven (inverse kinematics)"),
@@ -90,3 +99,4 @@ __all__ = ["MODELS", "ModelInfo", "get", "double_pendulum", "four_bar", "slider_
            "gough_stewart", "stewart_paper", "parallelogram"]
 __all__ += ["FAMILIES", "cart_pendulum"]
 __all__ += ["PATTERN_FAMILIES", "scissor_platform"]
+__all__ += ["stephenson3", "landing_gear"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time as _time
 
 import numpy as np
+import sympy as sp
 
 from ..errors import AssemblyError, ConvergenceError, ModelError, UnknownNameError
 from ..io.results import Results
@@ -29,10 +30,16 @@ def coordinates(model: CompiledModel, **options) -> ConstraintSystem:
     return (spatial_coordinates if model.dim == 3 else planar_coordinates)(model, **options)
 
 
+def _planar_options(joint_angles, cut) -> dict:
+    """Planar-only coordinate options, passed only when used (spatial models take none)."""
+    return {"joint_angles": True, "cut": tuple(cut)} if joint_angles or cut else {}
+
+
 class TriangularKinematics:
     """Kinematics of a fully driven model with generated kernels.
 
-    model: CompiledModel (planar joint coordinates, ``absolute`` bodies in mixed coordinates)
+    model: CompiledModel (planar joint coordinates, ``absolute`` bodies in mixed coordinates;
+    ``joint_angles``, ``cut`` as in :func:`~.equations.planar_coordinates`)
     or a :class:`ConstraintSystem` with ``inputs``. position_solver: ``triangular`` (default),
     ``blocks`` or ``newton``. tol / max_iter apply to Newton (baselines and blocks the plan
     iterates). Plan options (``time_limit``, ``sine_first``, ``track``, ``order``) go to
@@ -40,11 +47,12 @@ class TriangularKinematics:
     """
 
     def __init__(self, model, *, position_solver: str = "triangular", absolute=(),
-                 tol: float = 1e-10, max_iter: int = 20, plan=None, **plan_options):
+                 joint_angles: bool = False, cut=(), tol: float = 1e-10, max_iter: int = 20,
+                 plan=None, **plan_options):
         if position_solver not in POSITION_SOLVERS:
             raise UnknownNameError("position solver", position_solver, POSITION_SOLVERS)
         if isinstance(model, CompiledModel):
-            model = coordinates(model, absolute=absolute)
+            model = coordinates(model, absolute=absolute, **_planar_options(joint_angles, cut))
         if not isinstance(model, ConstraintSystem):
             raise ModelError("TriangularKinematics needs a CompiledModel or a ConstraintSystem")
         if set(model.inputs) != set(model.independent):
@@ -80,7 +88,7 @@ class TriangularKinematics:
         mode = POSITION_SOLVERS[self.position_solver]
         wall = _time.perf_counter()
         k = self.generated.module.run(mode, times, q, Q, QD, QDD, res, it, self.tol,
-                                      self.max_iter, mode > 0)
+                                      self.max_iter, mode > 0 or not self.plan.fully_triangular)
         wall = _time.perf_counter() - wall
         if k >= 0:
             raise ConvergenceError(f"{sys_.name}: the {self.position_solver} position solver "
@@ -110,10 +118,18 @@ def _channels(system, Q, QD, QDD, res, it) -> dict:
         ch[f"coordinate.{c.name}_d"] = QD[:, i]
         ch[f"coordinate.{c.name}_dd"] = QDD[:, i]
         body, _, comp = c.name.partition(".")
-        if comp in ("angle", "x", "y", "z", "phi", "theta", "psi"):  # absolute body pose
+        if body != "joint" and comp in ("angle", "x", "y", "z", "phi", "theta", "psi"):  # absolute body pose
             ch[f"body.{body}.{comp}"] = q
             ch[f"body.{body}.{comp}_d"] = QD[:, i]
             ch[f"body.{body}.{comp}_dd"] = QDD[:, i]
+    for b, expr in enumerate(getattr(system, "body_angle", [])[1:], start=1):
+        # every body's angle, a linear function of the angle coordinates (joint angles)
+        coef = np.array([float(sp.diff(expr, c.symbol)) for c in system.coordinates])
+        const = float(expr.xreplace({c.symbol: 0 for c in system.coordinates}))
+        name = system.model.body_name[b]
+        ch[f"body.{name}.angle"] = np.unwrap(Q @ coef + const)
+        ch[f"body.{name}.angle_d"] = QD @ coef
+        ch[f"body.{name}.angle_dd"] = QDD @ coef
     ch["residual.position"] = res
     ch["iterations"] = it.astype(float)
     return ch

@@ -23,7 +23,12 @@ from .groebner import cache_dir
 
 
 class _Printer(PythonCodePrinter):
-    """Plain ``math`` code Numba compiles: no NumPy calls, floats for rationals."""
+    """Plain ``math`` code Numba compiles: no NumPy calls, floats for rationals and for
+    integers beyond 2**53 (Groebner-basis coefficients reach 10**100 -- the 3-RRR legs' with
+    data rationalised at 1e-12; Numba cannot type an integer literal outside int64)."""
+
+    def _print_Integer(self, e):
+        return str(int(e)) if abs(int(e)) <= 2 ** 53 else repr(float(e))
 
     def _print_Rational(self, e):
         return repr(float(e))

@@ -23,7 +23,7 @@ import sympy as sp
 from ..errors import ModelError, SolverError
 from ..io.results import Results
 from ..model.compiled import FRAME_CODE, CompiledModel
-from .analysis import _channels, coordinates
+from .analysis import _channels, _planar_options, coordinates
 from .codegen import Kernel
 from .equations import T, PlanarEquations, _function_expr, _vec
 from .spatial import spatial_mass_and_forces
@@ -72,14 +72,16 @@ def planar_mass_and_forces(eqs: PlanarEquations):
 class EmbeddedDynamics:
     """Forward dynamics by embedding with a triangular (or block-triangular) position solver.
 
-    model: CompiledModel of a planar mechanism (``absolute``: bodies in absolute coordinates);
+    model: CompiledModel of a planar mechanism (``absolute``: bodies in absolute coordinates;
+    ``joint_angles``, ``cut``: relative joint angles and loop-closing joints, see
+    :func:`~.equations.planar_coordinates`);
     independent: coordinate names (default: the first f in traversal order); integrator:
     ``euler`` (thesis) or ``rk4``; initial: {coordinate name: start value} (the dependent
     ones follow from the plan); qd0: full initial velocities (made consistent); position_solver ``triangular`` | ``blocks`` | ``newton``
     (the Newton baselines on the same generated code). Plan options go to :func:`make_plan`.
     """
 
-    def __init__(self, model: CompiledModel, *, absolute=(), independent=None,
+    def __init__(self, model: CompiledModel, *, absolute=(), joint_angles=False, cut=(), independent=None,
                  integrator: str = "rk4", position_solver: str = "triangular",
                  tol: float = 1e-12, max_iter: int = 20, initial=None, qd0=None, **plan_options):
         from .analysis import POSITION_SOLVERS
@@ -88,7 +90,8 @@ class EmbeddedDynamics:
         if position_solver not in POSITION_SOLVERS:
             raise ModelError(f"unknown position solver {position_solver!r}; known: "
                              f"{', '.join(POSITION_SOLVERS)}")
-        eqs = coordinates(model, absolute=absolute, independent=independent)
+        eqs = coordinates(model, absolute=absolute, independent=independent,
+                          **_planar_options(joint_angles, cut))
         if eqs.inputs:
             raise ModelError(f"{model.name}: embedded dynamics needs a model without drivers "
                              "(drivers fix the independent coordinates; use kinematics)")

@@ -169,6 +169,7 @@ class PlanarEquations(ConstraintSystem):
     body_angle[b] (expr), body_R[b] (2x2), body_origin[b] (2x1); ``model`` the compiled model.
     """
     model: CompiledModel | None = None
+    slides: dict = field(default_factory=dict)     # tree prismatic joint -> its coordinate
     body_angle: list = field(default_factory=list)
     body_R: list = field(default_factory=list)
     body_origin: list = field(default_factory=list)
@@ -193,6 +194,8 @@ class PlanarEquations(ConstraintSystem):
             ra, rb = m.joint_ref_a[j], m.joint_ref_b[j]
             return (self.body_angle[b] + _num(np.arctan2(rb[1], rb[0]), self.tol)
                     - self.body_angle[a] - _num(np.arctan2(ra[1], ra[0]), self.tol))
+        if m.joint_type[j] == JOINT_CODE["prismatic"] and j in self.slides:
+            return self.slides[j]          # (p_b - p_a) . u_a = s by construction
         if m.joint_type[j] == JOINT_CODE["prismatic"]:
             u = self.body_R[a] * _vec(m.joint_axis_a[j], self.tol)
             return ((self.joint_point(j, "b") - self.joint_point(j, "a")).T * u)[0]
@@ -200,12 +203,20 @@ class PlanarEquations(ConstraintSystem):
 
 
 def planar_coordinates(model: CompiledModel, absolute=(), independent=None,
-                       tol: float = 1e-12) -> PlanarEquations:
+                       tol: float = 1e-12, joint_angles: bool = False, cut=()) -> PlanarEquations:
     """Joint (or mixed, with ``absolute`` body names) coordinates of a planar model.
 
     Data are rationalised to ``tol`` (:func:`rationalise`), so the numeric and the exact
     pipelines see the same mechanism. ``independent``: coordinate names; default the driven
     joint coordinates, else the first f in traversal order (:func:`choose_independent`).
+
+    joint_angles: revolute tree joints get their *relative* angle (coordinate
+    ``joint.<name>``) instead of the child's absolute angle, and every cut joint's
+    constraints are written in the frame of the nearest common ancestor of its two bodies,
+    so a loop that does not touch the ground involves only its own joint angles (the
+    Stephenson-III's floating four-bar, thesis section 4.2.2). cut: joint names kept out of
+    the spanning tree (they become the loop-closure constraints; the thesis's choice of
+    which joint closes each loop).
     """
     if model.dim != 2:
         raise ModelError(f"{model.name}: symbolic joint coordinates are implemented for planar "
@@ -217,6 +228,7 @@ def planar_coordinates(model: CompiledModel, absolute=(), independent=None,
                              f"{model.joint_type_name(j)} joint; symbolic planar coordinates "
                              "support revolute, prismatic, fixed and rod joints")
     abs_bodies = [model.index("body", b) for b in absolute]
+    cut_joints = {model.index("joint", j) for j in cut}
     nb = model.n_body
     known = {0, *abs_bodies}
     parent_joint = {}
@@ -225,7 +237,7 @@ def planar_coordinates(model: CompiledModel, absolute=(), independent=None,
         b = queue.popleft()
         for j in range(model.n_joint):
             a_, b_ = int(model.joint_body_a[j]), int(model.joint_body_b[j])
-            if b not in (a_, b_) or model.joint_type[j] == JOINT_CODE["rod"]:
+            if b not in (a_, b_) or model.joint_type[j] == JOINT_CODE["rod"] or j in cut_joints:
                 continue
             other = b_ if a_ == b else a_
             if other not in known:
@@ -241,6 +253,7 @@ def planar_coordinates(model: CompiledModel, absolute=(), independent=None,
     angle = [sp.Integer(0)] * nb
     R = [sp.eye(2)] * nb
     origin = [sp.zeros(2, 1)] * nb
+    rel = {}   # body -> (R, p): pose in its parent's frame, where free of the parent's angle
 
     def new(name, is_angle, value):
         sym = sp.Symbol(name.replace(".", "_"), real=True)
@@ -267,15 +280,24 @@ def planar_coordinates(model: CompiledModel, absolute=(), independent=None,
         pb_local = model.point_local[model.joint_point_b[j] if child_is_b else model.joint_point_a[j]]
         jt = int(model.joint_type[j])
         if jt == JOINT_CODE["revolute"]:
-            th = new(f"{name}.angle", True, a0)
-            angle[b], R[b] = th, _rot(sp.cos(th), sp.sin(th))
+            if joint_angles:
+                Rp0 = model.body_rotation[par]
+                th = new(f"joint.{model.joint_name[j]}", True, a0 - np.arctan2(Rp0[1, 0], Rp0[0, 0]))
+                Rrel = _rot(sp.cos(th), sp.sin(th))
+                angle[b], R[b] = angle[par] + th, R[par] * Rrel
+                rel[b] = (Rrel, _vec(pa_local, tol) - Rrel * _vec(pb_local, tol))
+            else:
+                th = new(f"{name}.angle", True, a0)
+                angle[b], R[b] = th, _rot(sp.cos(th), sp.sin(th))
             origin[b] = eqs.point(par, pa_local) - R[b] * _vec(pb_local, tol)
         else:  # prismatic / fixed: orientation locked to the parent's
             Rrel = model.joint_rotation[j] if child_is_b else model.joint_rotation[j].T
             delta = float(np.arctan2(Rrel[1, 0], Rrel[0, 0]))
             angle[b] = angle[par] + _num(delta, tol)
-            R[b] = R[par] * sp.Matrix(2, 2, [_num(x, tol) for x in Rrel.ravel()])
+            Rrel = sp.Matrix(2, 2, [_num(x, tol) for x in Rrel.ravel()])
+            R[b] = R[par] * Rrel
             origin[b] = eqs.point(par, pa_local) - R[b] * _vec(pb_local, tol)
+            rel[b] = (Rrel, _vec(pa_local, tol) - Rrel * _vec(pb_local, tol))
             if jt == JOINT_CODE["prismatic"]:
                 a_side = int(model.joint_body_a[j])
                 u_local = model.joint_axis_a[j]
@@ -285,7 +307,10 @@ def planar_coordinates(model: CompiledModel, absolute=(), independent=None,
                 d0 = float((pw(b, pb_local) - pw(par, pa_local)) @ (
                     model.body_rotation[a_side] @ u_local)) * (1 if child_is_b else -1)
                 s = new(f"{name}.{model.joint_name[j]}", False, d0)
+                eqs.slides[j] = s
                 origin[b] = origin[b] + (s if child_is_b else -s) * u
+                u_par = _vec(u_local, tol) if child_is_b else rel[b][0] * _vec(u_local, tol)
+                rel[b] = (rel[b][0], rel[b][1] + (s if child_is_b else -s) * u_par)
         eqs.body_angle, eqs.body_R, eqs.body_origin = angle, R, origin
     phi, names = [], []
     tree = set(parent_joint.values())
@@ -293,18 +318,20 @@ def planar_coordinates(model: CompiledModel, absolute=(), independent=None,
         if j in tree:
             continue
         jn, jt = model.joint_name[j], int(model.joint_type[j])
-        pa, pb = eqs.joint_point(j, "a"), eqs.joint_point(j, "b")
         a, b = int(model.joint_body_a[j]), int(model.joint_body_b[j])
+        Rl, pl = _loop_frame(a, b, parent_joint, model, rel, R, origin) if joint_angles else (R, origin)
+        pa = pl[a] + Rl[a] * _vec(model.point_local[model.joint_point_a[j]], tol)
+        pb = pl[b] + Rl[b] * _vec(model.point_local[model.joint_point_b[j]], tol)
         if jt in (JOINT_CODE["revolute"], JOINT_CODE["fixed"]):
             phi += list(pb - pa)
             names += [f"joint {jn}: x", f"joint {jn}: y"]
         if jt == JOINT_CODE["prismatic"]:
-            u = R[a] * _vec(model.joint_axis_a[j], tol)
+            u = Rl[a] * _vec(model.joint_axis_a[j], tol)
             phi.append(sp.expand(((pb - pa).T * _perp(u))[0]))
             names.append(f"joint {jn}: normal")
         if jt in (JOINT_CODE["prismatic"], JOINT_CODE["fixed"]):
             # a's x axis parallel to where the locked relative rotation puts it on b
-            ua, ub = R[a] * sp.Matrix([1, 0]), R[b] * _vec(model.joint_rotation[j].T @ [1, 0], tol)
+            ua, ub = Rl[a] * sp.Matrix([1, 0]), Rl[b] * _vec(model.joint_rotation[j].T @ [1, 0], tol)
             phi.append(sp.expand(ua[0] * ub[1] - ua[1] * ub[0]))
             names.append(f"joint {jn}: angle")
         if jt == JOINT_CODE["rod"]:
@@ -333,6 +360,47 @@ def planar_coordinates(model: CompiledModel, absolute=(), independent=None,
                          f"{eqs.n_q - eqs.n_c} degrees of freedom, but {len(eqs.independent)} "
                          "coordinates are independent (drivers)")
     return eqs
+
+
+def _parent(b, parent_joint, model):
+    j = parent_joint[b]
+    a_, b_ = int(model.joint_body_a[j]), int(model.joint_body_b[j])
+    return a_ if b_ == b else b_
+
+
+def _loop_frame(a, b, parent_joint, model, rel, R, origin):
+    """Poses of the loop's bodies in the frame of its middle body (world frame when the loop
+    passes a body whose pose relative to its parent is not free of the parent's coordinates,
+    e.g. an absolute body): {body: R}, {body: origin}. The loop a -> common ancestor -> b is
+    walked from its middle both ways, so each side carries about half the joint rotations and
+    the closure polynomials have about half the degree of the ground-frame ones (the
+    Stephenson-III's five-link loop: degree 2 instead of 4 in the s, c variables)."""
+    def chain(x):
+        out = [x]
+        while x in parent_joint:
+            x = _parent(x, parent_joint, model)
+            out.append(x)
+        return out
+    ca, cb = chain(a), chain(b)
+    common = next((x for x in ca if x in cb), None)
+    if common is None:
+        return R, origin
+    path = ca[:ca.index(common) + 1] + cb[:cb.index(common)][::-1]     # a ... common ... b
+    if any(x not in rel for x in path if x != common):
+        return R, origin
+    k = len(path) // 2
+    Rl, pl = {path[k]: sp.eye(2)}, {path[k]: sp.zeros(2, 1)}
+    for seq in (path[k + 1:], path[:k][::-1]):
+        prev = path[k]
+        for x in seq:
+            if x in parent_joint and _parent(x, parent_joint, model) == prev:   # x below prev
+                Rl[x], pl[x] = Rl[prev] * rel[x][0], pl[prev] + Rl[prev] * rel[x][1]
+            else:                                                              # x above prev
+                Rr, tr = rel[prev]
+                Rl[x] = Rl[prev] * Rr.T
+                pl[x] = pl[prev] - Rl[x] * tr
+            prev = x
+    return Rl, pl
 
 
 def _depth(b, parent_joint, model):

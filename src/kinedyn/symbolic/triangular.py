@@ -43,6 +43,7 @@ class Step:
     branch: int = 1
     alternative: sp.Expr | None = None
     track: bool = False
+    separation: float = np.inf       # |root+ - root-| at the initial configuration
 
     @staticmethod
     def _coeffs(poly, var, degree):
@@ -129,9 +130,17 @@ class TriangularBlock:
     poly: Polynomialised
     basis: BasisResult
     steps: list[Step]
+    sine_first: frozenset = frozenset()   # angles whose sine is solved before their cosine
     definitions: list = field(default_factory=list)   # (parameter symbol, expr in knowns)
 
     kind = "triangular"
+
+    @property
+    def separation(self) -> float:
+        """Smallest distance between the two roots of a quadratic step at the initial
+        configuration (inf without quadratics): how well the solved unknowns tell the
+        assembly modes apart there."""
+        return min((s.separation for s in self.steps if s.degree == 2), default=np.inf)
 
     def assignments(self, system: ConstraintSystem) -> list[tuple[sp.Symbol, sp.Expr]]:
         """(target, expression) in evaluation order: reduced-known parameters, steps, then
@@ -232,7 +241,7 @@ def _newton_block(system, block, q, t, tol, max_iter):
 
 def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
               use_cache: bool = True, tol: float = 1e-12, track: bool = True,
-              sine_first=(), reduce_knowns: bool | None = None) -> Plan:
+              sine_first=None, reduce_knowns: bool | None = None) -> Plan:
     """Block-triangular solution plan of ``system`` with branches chosen at ``system.q0``.
 
     order: optional coordinate names, eliminated first to last (default: reverse traversal
@@ -240,7 +249,9 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
     :func:`_choose_branches`); False keeps the thesis's fixed signs. sine_first: angle
     coordinate names whose sine is solved before their cosine (the unknown of the quadratic
     should tell the assembly modes apart over the workspace: a four-bar's rocker cosine does
-    not at crank angle pi, its sine does). reduce_knowns: intermediate-variable reduction
+    not at crank angle pi, its sine does); default None chooses per block
+    (:func:`_auto_sine_first`; not with ``reduce_knowns``, i.e. spatial systems keep the
+    default order their tests validate), a list (even empty) overrides. reduce_knowns: intermediate-variable reduction
     (:func:`reduce_known_coefficients`; default: the system's ``reduce_knowns`` attribute,
     True for spatial systems).
     """
@@ -259,37 +270,71 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
     if order is not None:
         rank = {system.index(n): k for k, n in enumerate(order)}
     plan = Plan(system)
+    fixed = None if sine_first is None else {system.coordinates[system.index(n)].symbol
+                                             for n in sine_first}
     for blk in btf.blocks:
-        unk = sorted((dep[u] for u in blk.unknowns), key=lambda i: rank.get(i, -i - 10 ** 6))
+        unk = tuple(sorted((dep[u] for u in blk.unknowns), key=lambda i: rank.get(i, -i - 10 ** 6)))
         eqs = tuple(sorted(blk.equations))
-        exprs = [system.phi[i] for i in eqs]
-        free = set().union(*(e.free_symbols for e in exprs))
-        known = [i for i in range(system.n_q) if i not in unk and system.coordinates[i].symbol in free]
-        co = system.coordinates
-        poly = polynomialise(exprs, [co[i].symbol for i in unk if co[i].angle],
-                             [co[i].symbol for i in unk if not co[i].angle],
-                             [co[i].symbol for i in known if co[i].angle],
-                             [co[i].symbol for i in known if not co[i].angle] + ([T] if T in free else []),
-                             tol=tol, sine_first={co[system.index(n)].symbol for n in sine_first})
-        definitions = []
-        if reduce_knowns:
-            poly, definitions = reduce_known_coefficients(poly)
-        res = groebner_basis(poly.polys, poly.unknowns + poly.knowns, time_limit, use_cache)
-        if not res.ok:
-            plan.blocks.append(NewtonBlock(eqs, tuple(unk), f"Groebner basis did not finish in "
-                                                            f"{time_limit:g} s (fall-back: Newton)"))
-            continue
-        if any(g.is_number and g != 0 for g in res.basis):
-            raise ModelError(f"{system.name}: constraints {[system.constraint_names[i] for i in eqs]} "
-                             "are inconsistent (Groebner basis {1})")
-        steps = extract_triangular(res.basis, poly.unknowns)
-        if isinstance(steps, str):
-            plan.blocks.append(NewtonBlock(eqs, tuple(unk), steps + " (fall-back: Newton)"))
-            continue
-        block = TriangularBlock(eqs, tuple(unk), poly, res, steps, definitions)
-        _choose_branches(system, block, system.q0, track=track)
+        block = _block(system, eqs, unk, fixed or set(), time_limit, use_cache, tol, track,
+                       reduce_knowns)
+        if fixed is None and not reduce_knowns and block.kind == "triangular":
+            block = _auto_sine_first(system, block, time_limit, use_cache, tol, track, reduce_knowns)
         plan.blocks.append(block)
     return plan
+
+
+def _block(system, eqs, unk, sine_first, time_limit, use_cache, tol, track, reduce_knowns):
+    """One block: polynomials, basis, triangular steps and branches -- or a Newton block."""
+    exprs = [system.phi[i] for i in eqs]
+    free = set().union(*(e.free_symbols for e in exprs))
+    known = [i for i in range(system.n_q) if i not in unk and system.coordinates[i].symbol in free]
+    co = system.coordinates
+    poly = polynomialise(exprs, [co[i].symbol for i in unk if co[i].angle],
+                         [co[i].symbol for i in unk if not co[i].angle],
+                         [co[i].symbol for i in known if co[i].angle],
+                         [co[i].symbol for i in known if not co[i].angle] + ([T] if T in free else []),
+                         tol=tol, sine_first=sine_first)
+    definitions = []
+    if reduce_knowns:
+        poly, definitions = reduce_known_coefficients(poly)
+    res = groebner_basis(poly.polys, poly.unknowns + poly.knowns, time_limit, use_cache)
+    if not res.ok:
+        return NewtonBlock(eqs, unk, f"Groebner basis did not finish in {time_limit:g} s "
+                                     "(fall-back: Newton)")
+    if any(g.is_number and g != 0 for g in res.basis):
+        raise ModelError(f"{system.name}: constraints {[system.constraint_names[i] for i in eqs]} "
+                         "are inconsistent (Groebner basis {1})")
+    steps = extract_triangular(res.basis, poly.unknowns)
+    if isinstance(steps, str):
+        return NewtonBlock(eqs, unk, steps + " (fall-back: Newton)")
+    block = TriangularBlock(eqs, unk, poly, res, steps, frozenset(sine_first), definitions)
+    _choose_branches(system, block, system.q0, track=track)
+    return block
+
+
+def _auto_sine_first(system, block, time_limit, use_cache, tol, track, reduce_knowns):
+    """Which of s_x, c_x carries the +/- (automatic branch choice).
+
+    The two assembly modes of a quadratic step are mirror images about a line through the
+    step's pivot (a four-bar's rocker about the line from its pivot to the crank pin); their
+    cosines coincide when that line is horizontal, their sines when it is vertical, and a
+    fixed sign swaps modes where the solved unknown coincides. So for every angle whose s or
+    c is the unknown of a quadratic, the other order is tried too (one angle at a time) and
+    the variant whose two roots are farthest apart at the initial configuration -- the mirror
+    line farthest from the ambiguous direction -- is kept. ``sine_first=[...]`` overrides.
+    """
+    for x in _quadratic_angles(block):
+        other = _block(system, block.equations, block.unknowns, set(block.sine_first) ^ {x},
+                       time_limit, use_cache, tol, track, reduce_knowns)
+        if other.kind == "triangular" and other.separation > block.separation * (1 + 1e-9):
+            block = other
+    return block
+
+
+def _quadratic_angles(block):
+    angle_of = {v: x for x, sc in block.poly.trig.items() for v in sc}
+    return list(dict.fromkeys(angle_of[s.var] for s in block.steps
+                              if s.degree == 2 and s.var in angle_of))
 
 
 def reduce_known_coefficients(poly: Polynomialised) -> tuple[Polynomialised, list]:
@@ -363,6 +408,7 @@ def _choose_branches(system, block, q0, t=0.0, track=True):
                 r = num(step._root(sgn).replace(lambda x: isinstance(x, sp.Max), lambda x: [a for a in x.args if a != 0][0]))
                 roots.append((abs(r - ref[step.var]), sgn, r.real))
             _, step.branch, value = min(roots)
+            step.separation = abs(roots[0][2] - roots[1][2])
             step.track = track
         else:
             value = num(step.expr).real

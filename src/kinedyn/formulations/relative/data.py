@@ -45,6 +45,8 @@ class RelativeData(NamedTuple):
     link_mass: np.ndarray     # (n,) mass rigidly attached to the link
     link_com: np.ndarray      # (n, 3) its centre of mass, link frame
     link_inertia: np.ndarray  # (n, 3, 3) its inertia about that centre, link frame
+    link_rep: np.ndarray      # (n,) link whose composite inertia equals this link's
+    rep_parent: np.ndarray    # (n,) for a representative: the one its composite adds into
     gravity: np.ndarray       # (3,)
     con_kind: np.ndarray      # (c,)
     con_link_a: np.ndarray    # (c,) link of body a (-1 ground)
@@ -93,6 +95,8 @@ class RelativeWork(NamedTuple):
     F: np.ndarray        # (n, 6) spatial forces
     row: np.ndarray      # (n_q,) a dense Jacobian row
     tmp: np.ndarray      # (16, 3) small vectors
+    m33: np.ndarray      # (2, 3, 3) small matrices (scratch of the tree passes)
+    v6: np.ndarray       # (2, 6) spatial-vector scratch of the tree passes
     stack: np.ndarray    # (MAX_STACK, 3)
     fval: np.ndarray     # (n_function, 3)
 
@@ -102,6 +106,7 @@ def make_work(data: RelativeData) -> RelativeWork:
     return RelativeWork(np.zeros((n, 3, 3)), np.zeros((n, 3)), np.zeros((n, 6)), np.zeros((n, 6)),
                         np.zeros((n, 6)), np.zeros((n, 6, 6)), np.zeros((n, 6, 6)),
                         np.zeros((n, 6)), np.zeros(n), np.zeros((16, 3)),
+                        np.zeros((2, 3, 3)), np.zeros((2, 6)),
                         np.zeros((MAX_STACK, 3)), np.zeros((len(data.fn_start) - 1, 3)))
 
 
@@ -249,6 +254,30 @@ def link_inertias(tree: JointTree):
     return mass, com, J
 
 
+def composite_representatives(parent, mass):
+    """CRBA bookkeeping: a massless link with a single child (inside a multi-coordinate joint,
+    e.g. the five outer links of a free joint) has the composite inertia of that child, so
+    only *representatives* (links with mass or branching) sum composites. Returns ``rep``
+    (n,) and, for each representative, the representative it adds into (-1 the ground)."""
+    n = len(parent)
+    children = [[] for _ in range(n)]
+    for k in range(n):
+        if parent[k] >= 0:
+            children[parent[k]].append(k)
+    rep = np.arange(n, dtype=np.int64)
+    for k in range(n - 1, -1, -1):
+        if mass[k] == 0.0 and len(children[k]) == 1:
+            rep[k] = rep[children[k][0]]
+    up = np.full(n, -1, np.int64)
+    for k in range(n):
+        if rep[k] == k:
+            a = parent[k]
+            while a >= 0 and rep[a] == k:
+                a = parent[a]
+            up[k] = rep[a] if a >= 0 else -1
+    return rep, up
+
+
 def jacobian_pattern(tree: JointTree, equations: list[Equation], coord: np.ndarray):
     """CSR pattern of B: a row touches the coordinates of every link below its bodies."""
     indptr, indices = [0], []
@@ -332,6 +361,7 @@ def build_data(tree: JointTree, equations: list[Equation], coord: np.ndarray) ->
     ua = [e.ua if e.kind == POINT else to_link(tree, e.body_a, vector=e.ua) for e in equations]
     vb = [to_link(tree, e.body_b, vector=e.vb) for e in equations]
     mass, com, inertia = link_inertias(tree)
+    rep, rep_parent = composite_representatives(tree.link_parent, mass)
     jp, ji = jacobian_pattern(tree, equations, coord)
     mp, mi, mpos = mass_pattern(tree, coord)
     arr = lambda x, shape: np.array(x, float).reshape(shape)  # noqa: E731
@@ -340,6 +370,7 @@ def build_data(tree: JointTree, equations: list[Equation], coord: np.ndarray) ->
         link_coord=np.asarray(coord, np.int64), link_type=np.array(tree.link_type, np.int64),
         link_axis=arr(tree.link_axis, (n, 3)), link_Rf=arr(tree.link_Rf, (n, 3, 3)),
         link_rf=arr(tree.link_rf, (n, 3)), link_mass=mass, link_com=com, link_inertia=inertia,
+        link_rep=rep, rep_parent=rep_parent,
         gravity=lift_vector(m.gravity),
         con_kind=np.array([e.kind for e in equations], np.int64),
         con_link_a=np.array([lk(e.body_a) for e in equations], np.int64),

@@ -26,7 +26,8 @@ from ...model.tape import eval_tape
 from .. import protocol
 from .data import DDIST, DIST, DOT, DOTD, DRIVE, POINT, RelativeData
 
-_JIT = dict(cache=True, nogil=True)
+#: reassociation lets LLVM vectorise the short dot products (results change in the last bits)
+_JIT = dict(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 _LEAF = dict(cache=True, nogil=True, inline="always")
 _WRAP = _LEAF  # takes the NamedTuples: inlined, so no member is copied or ref-counted
 
@@ -64,11 +65,10 @@ def _elementary(axis, q, out):
 
 @nb.njit(**_JIT)
 def calc_kinematics_base_to_tip(link_parent, link_coord, link_type, link_axis, link_Rf, link_rf,
-                                q, R, p, S):
-    """Link frames (R_WL, origin) and world motion subspaces S_k for coordinates q."""
+                                q, R, p, S, E, G):
+    """Link frames (R_WL, origin) and world motion subspaces S_k for coordinates q
+    (E, G: 3 x 3 scratch)."""
     n = link_parent.shape[0]
-    E = np.empty((3, 3))
-    G = np.empty((3, 3))
     for k in range(n):
         par = link_parent[k]
         qk = q[link_coord[k]]
@@ -122,10 +122,10 @@ def _crossm(v, m, out):
 
 
 @nb.njit(**_JIT)
-def calc_velocities_base_to_tip(link_parent, link_coord, S, qd, V, A):
-    """Spatial velocities V and velocity-product accelerations A (qdd = 0, no gravity)."""
+def calc_velocities_base_to_tip(link_parent, link_coord, S, qd, V, A, c):
+    """Spatial velocities V and velocity-product accelerations A (qdd = 0, no gravity);
+    c: 6-vector scratch."""
     n = link_parent.shape[0]
-    c = np.empty(6)
     for k in range(n):
         par = link_parent[k]
         w = qd[link_coord[k]]
@@ -137,10 +137,9 @@ def calc_velocities_base_to_tip(link_parent, link_coord, S, qd, V, A):
 
 
 @nb.njit(**_JIT)
-def calc_accelerations_base_to_tip(link_parent, link_coord, S, qd, qdd, V, A):
-    """Spatial velocities V and full spatial accelerations A (no gravity)."""
+def calc_accelerations_base_to_tip(link_parent, link_coord, S, qd, qdd, V, A, c):
+    """Spatial velocities V and full spatial accelerations A (no gravity); c: scratch."""
     n = link_parent.shape[0]
-    c = np.empty(6)
     for k in range(n):
         par = link_parent[k]
         w = qd[link_coord[k]]
@@ -153,33 +152,32 @@ def calc_accelerations_base_to_tip(link_parent, link_coord, S, qd, qdd, V, A):
 
 
 @nb.njit(**_JIT)
-def calc_spatial_inertias(link_mass, link_com, link_inertia, R, p, I):
-    """World spatial inertia of each link about the world origin (6 x 6)."""
+def calc_spatial_inertias(link_mass, link_com, link_inertia, R, p, I, RJ, c):
+    """World spatial inertia of each link with mass about the world origin (6 x 6); the
+    entries of massless links (inside multi-coordinate joints) are not touched (RJ 3 x 3,
+    c 3-vector: scratch)."""
     n = link_mass.shape[0]
-    Ic = np.empty((3, 3))
-    c = np.empty(3)
     for k in range(n):
         m = link_mass[k]
-        if m == 0.0:             # a massless link inside a multi-coordinate joint
-            I[k, :, :] = 0.0
+        if m == 0.0:
             continue
         for i in range(3):
             c[i] = p[k, i] + R[k, i, 0] * link_com[k, 0] + R[k, i, 1] * link_com[k, 1] \
                 + R[k, i, 2] * link_com[k, 2]
-        for i in range(3):  # R J R^T
             for j in range(3):
-                s = 0.0
-                for a in range(3):
-                    for b in range(3):
-                        s += R[k, i, a] * link_inertia[k, a, b] * R[k, j, b]
-                Ic[i, j] = s
+                RJ[i, j] = (R[k, i, 0] * link_inertia[k, 0, j] + R[k, i, 1] * link_inertia[k, 1, j]
+                            + R[k, i, 2] * link_inertia[k, 2, j])
         cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2]
         for i in range(3):
-            for j in range(3):
-                I[k, i, j] = Ic[i, j] + m * ((cc if i == j else 0.0) - c[i] * c[j])
+            for j in range(i + 1):  # R J R^T + m (|c|^2 1 - c c^T), symmetric
+                v = RJ[i, 0] * R[k, j, 0] + RJ[i, 1] * R[k, j, 1] + RJ[i, 2] * R[k, j, 2] \
+                    + m * ((cc if i == j else 0.0) - c[i] * c[j])
+                I[k, i, j] = v
+                I[k, j, i] = v
                 I[k, i, j + 3] = 0.0
-                I[k, i + 3, j] = 0.0
+                I[k, j, i + 3] = 0.0
                 I[k, i + 3, j + 3] = m if i == j else 0.0
+                I[k, j + 3, i + 3] = m if i == j else 0.0
         # m [c]x (upper right) and its transpose
         I[k, 0, 4], I[k, 0, 5] = -m * c[2], m * c[1]
         I[k, 1, 3], I[k, 1, 5] = m * c[2], -m * c[0]
@@ -190,25 +188,34 @@ def calc_spatial_inertias(link_mass, link_com, link_inertia, R, p, I):
 
 
 @nb.njit(**_JIT)
-def crba(link_parent, link_coord, mass_pos, S, I, Ic, values):
-    """Composite-rigid-body algorithm: mass-matrix entries a(q) in its CSR pattern."""
+def crba(link_parent, link_coord, link_mass, link_rep, rep_parent, mass_pos, S, I, Ic, values,
+         f):
+    """Composite-rigid-body algorithm: mass-matrix entries a(q) in its CSR pattern.
+
+    Composites are summed tip-to-base over the representative links only (``link_rep``: a
+    massless link with one child shares that child's composite), ``a_ij = S_i . Ic_i S_j``
+    for j an ancestor of i."""
     n = link_parent.shape[0]
     for k in range(n):
-        for i in range(6):
-            for j in range(6):
-                Ic[k, i, j] = I[k, i, j]
+        if link_rep[k] == k:
+            if link_mass[k] == 0.0:
+                Ic[k, :, :] = 0.0
+            else:
+                for i in range(6):
+                    for j in range(6):
+                        Ic[k, i, j] = I[k, i, j]
     for k in range(n - 1, -1, -1):
-        par = link_parent[k]
-        if par >= 0:
+        up = rep_parent[k]
+        if link_rep[k] == k and up >= 0:
             for i in range(6):
                 for j in range(6):
-                    Ic[par, i, j] += Ic[k, i, j]
-    f = np.empty(6)
+                    Ic[up, i, j] += Ic[k, i, j]
     for k in range(n):
+        r = link_rep[k]
         for i in range(6):
             s = 0.0
             for j in range(6):
-                s += Ic[k, i, j] * S[k, j]
+                s += Ic[r, i, j] * S[k, j]
             f[i] = s
         j = k
         while j >= 0:
@@ -266,6 +273,17 @@ def _point_rates(V, A, link, x, vel, acc, is_point):
     acc[0] = a0 + w1 * v2 - w2 * v1
     acc[1] = a1 + w2 * v0 - w0 * v2
     acc[2] = a2 + w0 * v1 - w1 * v0
+
+
+@nb.njit(**_LEAF)
+def _point_velocity(V, link, x, vel):
+    """Velocity of a body-fixed world point x."""
+    if link < 0:
+        vel[0] = vel[1] = vel[2] = 0.0
+        return
+    vel[0] = V[link, 3] + V[link, 1] * x[2] - V[link, 2] * x[1]
+    vel[1] = V[link, 4] + V[link, 2] * x[0] - V[link, 0] * x[2]
+    vel[2] = V[link, 5] + V[link, 0] * x[1] - V[link, 1] * x[0]
 
 
 @nb.njit(**_LEAF)
@@ -378,12 +396,13 @@ def _equation(data, work, q, r, level, out_row):
 def positions(data, work, q):
     calc_kinematics_base_to_tip(data.link_parent, data.link_coord, data.link_type,
                                 data.link_axis, data.link_Rf, data.link_rf, q, work.R, work.p,
-                                work.S)
+                                work.S, work.m33[0], work.m33[1])
 
 
 @nb.njit(**_WRAP)
 def velocities(data, work, qd):
-    calc_velocities_base_to_tip(data.link_parent, data.link_coord, work.S, qd, work.V, work.A)
+    calc_velocities_base_to_tip(data.link_parent, data.link_coord, work.S, qd, work.V, work.A,
+                                work.v6[0])
 
 
 @nb.njit(**_WRAP)
@@ -436,8 +455,9 @@ def mass_values(data, work, q, values, compute_positions):
     if compute_positions:
         positions(data, work, q)
     calc_spatial_inertias(data.link_mass, data.link_com, data.link_inertia, work.R, work.p,
-                          work.I)
-    crba(data.link_parent, data.link_coord, data.mass_pos, work.S, work.I, work.Ic, values)
+                          work.I, work.m33[0], work.v6[0, :3])
+    crba(data.link_parent, data.link_coord, data.link_mass, data.link_rep, data.rep_parent,
+         data.mass_pos, work.S, work.I, work.Ic, values, work.v6[0])
 
 
 @nb.njit(**_LEAF)
@@ -458,7 +478,7 @@ def applied_loads(data, work, t, F):
     """Spatial forces of point forces and springs on each link (F zeroed by the caller)."""
     tmp = work.tmp
     x, f, xa, xb = tmp[0], tmp[1], tmp[2], tmp[3]
-    va, vb, aa = tmp[4], tmp[5], tmp[6]
+    va, vb = tmp[4], tmp[5]
     for i in range(data.pf_link.shape[0]):
         lk = data.pf_link[i]
         for c in range(3):
@@ -477,8 +497,8 @@ def applied_loads(data, work, t, F):
         la, lb = data.sp_link_a[i], data.sp_link_b[i]
         _world_point(work.R, work.p, la, data.sp_pa[i], xa)
         _world_point(work.R, work.p, lb, data.sp_pb[i], xb)
-        _point_rates(work.V, work.A, la, xa, va, aa, True)
-        _point_rates(work.V, work.A, lb, xb, vb, aa, True)
+        _point_velocity(work.V, la, xa, va)
+        _point_velocity(work.V, lb, xb, vb)
         L = math.sqrt((xb[0] - xa[0]) ** 2 + (xb[1] - xa[1]) ** 2 + (xb[2] - xa[2]) ** 2)
         if L < 1e-12:
             continue
@@ -504,9 +524,12 @@ def rnea_tip_to_base(data, work, out):
     """
     n = data.n_q
     g = data.gravity
-    h = np.empty(6)
-    a = np.empty(6)
+    h, a = work.v6[0], work.v6[1]
     for k in range(n):
+        if data.link_mass[k] == 0.0:       # no inertia: only the applied loads
+            for i in range(6):
+                work.F[k, i] = -work.F[k, i]
+            continue
         for i in range(3):
             a[i] = work.A[k, i]
             a[i + 3] = work.A[k, i + 3] - g[i]
@@ -543,7 +566,7 @@ def force_values(data, work, q, qd, t, out, compute_state):
     if compute_state:
         positions(data, work, q)
         calc_spatial_inertias(data.link_mass, data.link_com, data.link_inertia, work.R,
-                              work.p, work.I)
+                              work.p, work.I, work.m33[0], work.v6[0, :3])
         velocities(data, work, qd)
         at_time(data, work, t)
     work.F[:] = 0.0
@@ -558,9 +581,9 @@ def inverse_dynamics(data, work, q, qd, qdd, t, out):
     """tau = a qdd + b qd - f (unconstrained), by RNEA with full accelerations."""
     positions(data, work, q)
     calc_spatial_inertias(data.link_mass, data.link_com, data.link_inertia, work.R, work.p,
-                          work.I)
+                          work.I, work.m33[0], work.v6[0, :3])
     calc_accelerations_base_to_tip(data.link_parent, data.link_coord, work.S, qd, qdd, work.V,
-                                   work.A)
+                                   work.A, work.v6[0])
     at_time(data, work, t)
     work.F[:] = 0.0
     applied_loads(data, work, t, work.F)
@@ -617,11 +640,13 @@ def trajectory(data, work, Q, QD, QDD, R, P, V, A, kinetic):
     for s in range(Q.shape[0]):
         positions(data, work, Q[s])
         calc_spatial_inertias(data.link_mass, data.link_com, data.link_inertia, work.R, work.p,
-                              work.I)
+                              work.I, work.m33[0], work.v6[0, :3])
         calc_accelerations_base_to_tip(data.link_parent, data.link_coord, work.S, QD[s], QDD[s],
-                                       work.V, work.A)
+                                       work.V, work.A, work.v6[0])
         T = 0.0
         for k in range(data.n_q):
+            if data.link_mass[k] == 0.0:
+                continue
             for i in range(6):
                 for j in range(6):
                     T += 0.5 * work.V[k, i] * work.I[k, i, j] * work.V[k, j]
