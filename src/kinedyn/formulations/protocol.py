@@ -51,6 +51,14 @@ calc_phi_q = _stub("calc_phi_q")
 """calc_phi_q(data, work, q, t, rows, values): Jacobian entries of the given rows, written into
 ``values`` at their positions in the formulation's CSR pattern (other rows untouched)."""
 
+calc_phi_and_phi_q = _stub("calc_phi_and_phi_q")
+"""calc_phi_and_phi_q(data, work, q, t, rows, phi, values): calc_phi and calc_phi_q at the same
+q and t. A formulation that can share work between the two (they read the same quantities)
+implements it and adds its data class to ``FUSED_PHI_AND_PHI_Q``; for the others it is the two
+calls (see the overload at the end of this module)."""
+
+FUSED_PHI_AND_PHI_Q: set = set()
+
 calc_phi_t = _stub("calc_phi_t")
 """calc_phi_t(data, work, q, t, rows, out): partial time derivative of the constraints."""
 
@@ -90,3 +98,16 @@ built. Status 0 = ok, 1 = (numerically) singular, 2 = pivot too small for the st
 
 solve = _stub("solve")
 """solve(solver, work, rhs): overwrite ``rhs`` with the solution, using the last factorisation."""
+
+
+# ---- generic implementations ----------------------------------------------------------------------
+from numba.extending import overload  # noqa: E402
+
+
+@overload(calc_phi_and_phi_q, jit_options=JIT, inline="always")
+def _ov_phi_and_phi_q(data, work, q, t, rows, phi, values):
+    if getattr(data, "instance_class", None) not in FUSED_PHI_AND_PHI_Q:
+        def impl(data, work, q, t, rows, phi, values):
+            calc_phi(data, work, q, t, rows, phi)
+            calc_phi_q(data, work, q, t, rows, values)
+        return impl
