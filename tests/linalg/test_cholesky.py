@@ -36,7 +36,7 @@ def test_solution_matches_numpy(n, density, seed):
     assert not w.any()  # scratch left clean for the next factorisation
     b = np.random.default_rng(seed).normal(size=n)
     x = b.copy()
-    C.solve(ch.perm, ch.col_ptr, ch.row_idx, lx, np.zeros(n), x)
+    C.solve(ch.perm, ch.col_ptr, ch.row_idx, ch.tail, lx, np.zeros(n), x)
     np.testing.assert_allclose(x, np.linalg.solve(A, b), rtol=1e-10, atol=1e-12)
     if density == 1.0:
         assert ch.tail == 0  # a dense matrix is all dense tail

@@ -82,6 +82,7 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
                            us_per_step=wall, cpu_us_per_step=cpu,
                            real_time_factor=dt * 1e6 / wall,
                            max_position_residual=s["max_residual"]["position"],
+                           max_velocity_residual=s["max_residual"]["velocity"],
                            max_relative_energy_drift=s["energy"]["max_relative_drift"])
         for row in report.tables[name]:
             before = kkt_cpu.get((row["method"], row["integrator"]))

@@ -53,11 +53,16 @@ def _threads(strategy: str, solver: str, cores: int):
     return list(itertools.product(outer, inner))
 
 
-def _us_per_step(kin: Kinematics, steps: int, repeat: int) -> float:
+def _us_per_step(kin: Kinematics, steps: int, repeat: int, cpu: dict | None = None) -> float:
+    """Median wall µs per step; ``cpu[...]`` receives the median CPU µs of the calling thread
+    (on a loaded machine the part of the wall time this run really computed - for one outer
+    thread the whole run)."""
     t_end = steps * DT
     kin.simulate(min(t_end, 5 * DT), DT)  # warm caches
-    return float(np.median([kin.simulate(t_end, DT).summary["us_per_step"]
-                            for _ in range(repeat)]))
+    runs = [kin.simulate(t_end, DT).summary for _ in range(repeat)]
+    if cpu is not None:
+        cpu["us"] = float(np.median([r["cpu_us_per_step"] for r in runs]))
+    return float(np.median([r["us_per_step"] for r in runs]))
 
 
 _BUILT: dict = {}
@@ -75,10 +80,10 @@ def _kinematics(model, strategy, solver, outer, fixed) -> Kinematics:
     return _BUILT[key]
 
 
-def _case(model, strategy, solver, threads, steps, repeat, fixed) -> float:
+def _case(model, strategy, solver, threads, steps, repeat, fixed, cpu=None) -> float:
     kin = _kinematics(model, strategy, solver, threads[0], fixed)
     kin.threads = tuple(threads)  # the inner (BLAS) threads are set around each run
-    return _us_per_step(kin, steps, repeat)
+    return _us_per_step(kin, steps, repeat, cpu)
 
 
 def _release():
@@ -164,15 +169,28 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
     steps = 300 if quick else 2000
     for fixed, label in ((True, "1 Newton iteration per step (paper)"),
                          (False, "converged to 1e-10")):
-        timings = {(strategy, solver, th): _case(m, strategy, solver, th, steps, repeat, fixed)
-                   for strategy, solver in VARIANTS for th in _threads(strategy, solver, cores)}
+        timings, cpu_us = {}, {}
+        for strategy, solver in VARIANTS:
+            for th in _threads(strategy, solver, cores):
+                cpu = {}
+                timings[strategy, solver, th] = _case(m, strategy, solver, th, steps, repeat,
+                                                      fixed, cpu)
+                cpu_us[strategy, solver, th] = cpu["us"]
         ref = timings["global", "sparse", (1, 1)]
+        ref_cpu = cpu_us["global", "sparse", (1, 1)]
         for (strategy, solver, th), us in timings.items():
+            c = cpu_us[strategy, solver, th]
             rep.add_row("stewart-paper: µs per step", mode=label, strategy=strategy,
                         solver=solver, threads=f"{th[0]}x{th[1]}", us_per_step=us,
-                        seconds_for_20000=us * PAPER_STEPS * 1e-6, vs_global_sparse=ref / us)
+                        seconds_for_20000=us * PAPER_STEPS * 1e-6, vs_global_sparse=ref / us,
+                        cpu_us_calling_thread=c,
+                        cpu_vs_global_sparse=ref_cpu / c if th == (1, 1) else "")
     rep.notes.append("paper (s. 5): Stewart platform 0.53 s for 20 000 iterations = 26.5 µs per "
                      "iteration on a 4-core Intel i5 with MKL")
+    rep.notes.append("cpu_us_calling_thread: CPU time of the thread that runs the steps (with one "
+                     "thread, all of the run's work): on a machine shared with other jobs it "
+                     "leaves out the time the run waited for a core, which inflates the wall "
+                     "times; cpu_vs_global_sparse compares the 1x1 cases on it")
     # ---- the scalable family ------------------------------------------------------------------
     legs_list = (6,) if quick else (6, 16, 22)
     stages_list = (1, 9) if quick else (1, 4, 9, 19, 29)

@@ -17,8 +17,10 @@ pivot order that can go stale.
 
 The projection of the ``projection`` method (M-metric least change onto ``phi = 0`` and
 ``phi' = 0``: ``dq = -U S^-1 phi``, ``dv = -U S^-1 phi'``) reuses the factor of the step's last
-evaluation: a quasi-Newton iteration whose contraction is the change of ``J`` over a step; after
-two such iterations each further one refactorises at the current point (Newton).
+evaluation: a quasi-Newton iteration whose contraction is the change of ``J`` over a step (about
+1e-3 for semi-implicit Euler at dt = 1e-3, much less after RK4, whose last stage is close to the
+end point); after two such iterations each further one refactorises at the current point
+(Newton). Both residuals are iterated to ``tol``.
 """
 from __future__ import annotations
 
@@ -164,8 +166,8 @@ def _factor(ut_pos, ut_jac, ut_w, st_pos, st_jac, st_u, col_ptr, row_idx, rl_ptr
 
 @nb.njit(cache=True, nogil=True)
 def _accelerations(n, rows, jac_indptr, jac_indices, minv_indptr, minv_indices, minv_values,
-                   u_indptr, u_indices, perm, col_ptr, row_idx, jac, u, lx, x, Q, rhs, a, lam,
-                   y, ydot):
+                   u_indptr, u_indices, perm, col_ptr, row_idx, tail, jac, u, lx, x, Q, rhs, a,
+                   lam, y, ydot):
     """ydot = [qd; M^-1 Q - U lam] with S lam = J M^-1 Q - rhs (rhs: gamma_hat)."""
     for c in range(n):
         v = 0.0
@@ -178,7 +180,7 @@ def _accelerations(n, rows, jac_indptr, jac_indices, minv_indptr, minv_indices, 
         for p in range(jac_indptr[r], jac_indptr[r + 1]):
             v += jac[p] * a[jac_indices[p]]
         lam[i] = v
-    C.solve(perm, col_ptr, row_idx, lx, x, lam)
+    C.solve(perm, col_ptr, row_idx, tail, lx, x, lam)
     for c in range(n):
         ydot[c] = y[n + c]
         ydot[n + c] = a[c]
@@ -189,9 +191,9 @@ def _accelerations(n, rows, jac_indptr, jac_indices, minv_indptr, minv_indices, 
 
 
 @nb.njit(cache=True, nogil=True)
-def _correct(u_indptr, u_indices, u, perm, col_ptr, row_idx, lx, x, r, y, offset):
+def _correct(u_indptr, u_indices, u, perm, col_ptr, row_idx, tail, lx, x, r, y, offset):
     """y[offset + c] -= (U S^-1 r)[c] (r is overwritten): least change in the M-metric."""
-    C.solve(perm, col_ptr, row_idx, lx, x, r)
+    C.solve(perm, col_ptr, row_idx, tail, lx, x, r)
     for i in range(r.shape[0]):
         ri = r[i]
         for p in range(u_indptr[i], u_indptr[i + 1]):
@@ -226,7 +228,8 @@ def _schur_derivative(s, w, y, t, ydot):
         ch = s.chol
         _accelerations(n, s.rows, form.jac_indptr, form.jac_indices, s.minv_indptr,
                        s.minv_indices, s.minv_values, s.u_indptr, s.u_indices, ch.perm, ch.col_ptr,
-                       ch.row_idx, w.jac, w.u, w.lx, w.x, w.Q, w.gamma, w.a, w.lam, y, ydot)
+                       ch.row_idx, ch.tail, w.jac, w.u, w.lx, w.x, w.Q, w.gamma, w.a, w.lam, y,
+                       ydot)
     return st
 
 
@@ -240,7 +243,9 @@ def _baumgarte(rows, indptr, indices, jac, qd, alpha, beta, phi, phit, gamma):
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def _schur_project(s, w, y, t):
-    """q onto phi = 0 (quasi-Newton, then Newton), qd onto phi' = 0; M-metric least change."""
+    """q onto phi = 0, then qd onto phi' = 0, each to ``tol``: M-metric least change by
+    quasi-Newton iterations with the step's last factor, Newton (refactorised) from the third
+    on."""
     st = 0
     if s.project:  # (one exit: this body is inlined)
         n = s.n_q
@@ -248,7 +253,6 @@ def _schur_project(s, w, y, t):
         qd = y[n:]
         form, fw = s.form, w.form
         ch = s.chol
-        fresh = False
         for it in range(s.max_iter + 1):
             protocol.calc_phi(form, fw, q, t, s.rows, w.phi)
             if K.max_abs(w.phi) <= s.tol:
@@ -261,16 +265,24 @@ def _schur_project(s, w, y, t):
                 st = _refactor(s, w)
                 if st != 0:
                     break
-                fresh = True
-            _correct(s.u_indptr, s.u_indices, w.u, ch.perm, ch.col_ptr, ch.row_idx, w.lx, w.x,
-                     w.phi, y, 0)
-        if st == 0:
-            if not fresh:
-                protocol.calc_phi_q(form, fw, q, t, s.rows, w.jac)
+            _correct(s.u_indptr, s.u_indices, w.u, ch.perm, ch.col_ptr, ch.row_idx, ch.tail, w.lx,
+                     w.x, w.phi, y, 0)
+        if st == 0:  # velocities: the same iteration on the linear phi' = J qd + phi_t
+            protocol.calc_phi_q(form, fw, q, t, s.rows, w.jac)
             protocol.calc_phi_t(form, fw, q, t, s.rows, w.phit)
-            _rate_of_phi(s.rows, form.jac_indptr, form.jac_indices, w.jac, qd, w.phit, w.phit)
-            _correct(s.u_indptr, s.u_indices, w.u, ch.perm, ch.col_ptr, ch.row_idx, w.lx, w.x,
-                     w.phit, y, n)
+            for it in range(s.max_iter + 1):
+                _rate_of_phi(s.rows, form.jac_indptr, form.jac_indices, w.jac, qd, w.phit, w.phi)
+                if K.max_abs(w.phi) <= s.tol:
+                    break
+                if it == s.max_iter:
+                    st = K.NO_CONVERGENCE
+                    break
+                if it == QUASI_NEWTON:  # Newton: the factor at this q
+                    st = _refactor(s, w)
+                    if st != 0:
+                        break
+                _correct(s.u_indptr, s.u_indices, w.u, ch.perm, ch.col_ptr, ch.row_idx, ch.tail,
+                         w.lx, w.x, w.phi, y, n)
     return st
 
 

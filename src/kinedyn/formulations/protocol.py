@@ -55,6 +55,14 @@ calc_phi_q = _stub("calc_phi_q")
 """calc_phi_q(data, work, q, t, rows, values): Jacobian entries of the given rows, written into
 ``values`` at their positions in the formulation's CSR pattern (other rows untouched)."""
 
+calc_phi_and_phi_q = _stub("calc_phi_and_phi_q")
+"""calc_phi_and_phi_q(data, work, q, t, rows, phi, values): calc_phi and calc_phi_q at the same
+q and t. A formulation that can share work between the two (they read the same quantities)
+implements it and adds its data class to ``FUSED_PHI_AND_PHI_Q``; for the others it is the two
+calls (see the overload at the end of this module)."""
+
+FUSED_PHI_AND_PHI_Q: set = set()
+
 calc_phi_t = _stub("calc_phi_t")
 """calc_phi_t(data, work, q, t, rows, out): partial time derivative of the constraints."""
 
@@ -132,8 +140,9 @@ def implement_ode(cls, derivative, post=_no_post, record=_copy_state, inline="ne
 
     The default post/record are always inlined; ``inline="always"`` inlines the others into the
     integrators at the Numba IR level too (saves the call and its by-value copy of the
-    NamedTuples' array descriptors, ~µs on small models). Check the result against ``"never"``: with Numba 0.68 the HDCA derivative,
-    IR-inlined into the RK4 step, read every stage back as the last one's."""
+    NamedTuples' array descriptors, ~µs on small models). Check the result against
+    ``"never"``: with Numba 0.68 the HDCA derivative, IR-inlined into the RK4 step, read every
+    stage back as the last one's."""
     derivative = _implementation(derivative, "system, work, y, t, ydot")
     post = _implementation(post, "system, work, y, t")
     record = _implementation(record, "system, work, y, t, out")
@@ -155,3 +164,15 @@ def implement_ode(cls, derivative, post=_no_post, record=_copy_state, inline="ne
              inline=trivial if post is _no_post else inline)(ov_post)
     overload(record_state, jit_options=JIT,
              inline=trivial if record is _copy_state else inline)(ov_record)
+
+
+# ---- generic implementations ----------------------------------------------------------------------
+
+
+@overload(calc_phi_and_phi_q, jit_options=JIT, inline="always")
+def _ov_phi_and_phi_q(data, work, q, t, rows, phi, values):
+    if getattr(data, "instance_class", None) not in FUSED_PHI_AND_PHI_Q:
+        def impl(data, work, q, t, rows, phi, values):
+            calc_phi(data, work, q, t, rows, phi)
+            calc_phi_q(data, work, q, t, rows, values)
+        return impl

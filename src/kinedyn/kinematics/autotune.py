@@ -10,7 +10,8 @@ parallel x inner BLAS threads, at most the CPU count together) - are timed on th
 each runs the same short trial (``TRIAL_STEPS`` steps of ``TRIAL_DT`` from t0, with the
 caller's tolerance and iteration mode), interleaved round by round so that a change of machine
 load hits every candidate alike; medians are compared. Candidates more than ``PRUNE`` times
-slower than the best after the first round are not run again.
+slower than the best after two rounds (the better of their two times: one run can be hit by a
+load spike) are not run again.
 
 The choice and the table are cached on disk (``$XDG_CACHE_HOME/kinedyn/autotune/<key>.json``,
 default ``~/.cache``), keyed by a hash of the compiled model's arrays, the kinedyn version, the
@@ -34,7 +35,7 @@ from ..errors import KinedynError, ModelError
 TRIAL_STEPS = 30
 TRIAL_DT = 0.01
 ROUNDS = 5
-PRUNE = 4.0  # candidates this many times slower than the best after round 1 are dropped
+PRUNE = 4.0  # candidates this many times slower than the best after two rounds are dropped
 CACHE_FORMAT = 1
 
 
@@ -226,9 +227,9 @@ def _measure(Kinematics, model, allowed, tol, max_iter, fixed, t0, q_guess, tria
                     errors[c] = f"{type(err).__name__}: {err}".splitlines()[0]
                     times[c] = []
                     _close(runs.pop(c))
-            if r == 0 and runs:
-                best = min(times[c][0] for c in runs)
-                for c in [c for c in runs if times[c][0] > PRUNE * best]:
+            if r == 1 and runs:
+                best = min(min(times[c]) for c in runs)
+                for c in [c for c in runs if min(times[c]) > PRUNE * best]:
                     _close(runs.pop(c))
     finally:
         for kin in runs.values():

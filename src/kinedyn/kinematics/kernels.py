@@ -89,18 +89,20 @@ def newton_update(solver, swork, plan, pw, q):
 
 
 @nb.njit(**_STEP)
-def position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed):
+def position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed, evaluated=False):
     """Newton-Raphson on the plan's rows for its columns, q updated in place.
 
     With ``fixed`` true exactly ``max_iter`` iterations are done (real-time use) and the
-    Jacobian of the final iterate is factorised for the velocity problem. Returns
-    ``(status, iterations, residual)``; on return with status 0 the solver holds the
-    factorisation of the Jacobian at the returned q.
+    Jacobian of the final iterate is factorised for the velocity problem. ``evaluated``: the
+    caller already put Phi and Phi_q at q into ``pw``. Returns ``(status, iterations,
+    residual)``; on return with status 0 the solver holds the factorisation of the Jacobian at
+    the returned q.
     """
     first = -1.0
     it = 0
     while True:
-        protocol.calc_phi(data, work, q, t, plan.rows, pw.phi)
+        if not (evaluated and it == 0):  # Phi and Phi_q in one pass over the rows
+            protocol.calc_phi_and_phi_q(data, work, q, t, plan.rows, pw.phi, pw.values)
         err = max_abs(pw.phi)
         if err != err or err == np.inf:
             return LOST, it, err
@@ -108,7 +110,6 @@ def position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed):
             first = err
         elif err > DIVERGENCE * max(first, tol):
             return LOST, it, err
-        protocol.calc_phi_q(data, work, q, t, plan.rows, pw.values)
         st = protocol.factorize(solver, swork, pw.values)
         if st != OK:
             return st, it, err
@@ -131,21 +132,27 @@ def position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter, 
     factorises once per step instead of once per iteration plus once at the solution. If the
     residual falls by less than ``CHORD_RATE`` per iteration (a large step, a fast change of
     the Jacobian), it continues with full Newton-Raphson (:func:`position`) from there.
+    After a chord update Phi and Phi_q are evaluated together (one pass; Phi_q is needed
+    there whether the iteration has converged or continues with Newton-Raphson).
     Same statuses and return values as :func:`position`.
     """
     it = 0
     prev = np.inf
     while True:
-        protocol.calc_phi(data, work, q, t, plan.rows, pw.phi)
+        if it == 0:
+            protocol.calc_phi(data, work, q, t, plan.rows, pw.phi)
+        else:
+            protocol.calc_phi_and_phi_q(data, work, q, t, plan.rows, pw.phi, pw.values)
         err = max_abs(pw.phi)
         if err != err or err == np.inf:
             return LOST, it, err
         if (fixed and it >= max_iter) or (not fixed and err <= tol):
-            protocol.calc_phi_q(data, work, q, t, plan.rows, pw.values)
+            if it == 0:
+                protocol.calc_phi_q(data, work, q, t, plan.rows, pw.values)
             return protocol.factorize(solver, swork, pw.values), it, err
         if it >= max_iter or err > CHORD_RATE * prev:
             st, more, err = position(data, work, solver, swork, plan, pw, q, t, tol,
-                                     max_iter - it, fixed)
+                                     max_iter - it, fixed, it > 0)
             return st, it + more, err
         prev = err
         newton_update(solver, swork, plan, pw, q)

@@ -134,7 +134,7 @@ def factorize(col_ptr, row_idx, rl_ptr, rl_pos, rl_col, tail, pivot_tol, lx, w):
 
 
 @nb.njit(cache=True, nogil=True)
-def solve(perm, col_ptr, row_idx, lx, x, b):
+def solve(perm, col_ptr, row_idx, tail, lx, x, b):
     """b <- S^-1 b with the factor in ``lx``; ``x`` is (n,) scratch."""
     n = perm.shape[0]
     for j in range(n):
@@ -142,12 +142,22 @@ def solve(perm, col_ptr, row_idx, lx, x, b):
     for j in range(n):  # L y = P b
         v = x[j] / lx[col_ptr[j]]
         x[j] = v
-        for p in range(col_ptr[j] + 1, col_ptr[j + 1]):
-            x[row_idx[p]] -= lx[p] * v
+        p0 = col_ptr[j] + 1
+        if j >= tail:  # dense column: rows j+1, ..., n-1
+            for i in range(col_ptr[j + 1] - p0):
+                x[j + 1 + i] -= lx[p0 + i] * v
+        else:
+            for p in range(p0, col_ptr[j + 1]):
+                x[row_idx[p]] -= lx[p] * v
     for j in range(n - 1, -1, -1):  # L^T z = y
         v = x[j]
-        for p in range(col_ptr[j] + 1, col_ptr[j + 1]):
-            v -= lx[p] * x[row_idx[p]]
+        p0 = col_ptr[j] + 1
+        if j >= tail:
+            for i in range(col_ptr[j + 1] - p0):
+                v -= lx[p0 + i] * x[j + 1 + i]
+        else:
+            for p in range(p0, col_ptr[j + 1]):
+                v -= lx[p] * x[row_idx[p]]
         x[j] = v / lx[col_ptr[j]]
     for j in range(n):
         b[perm[j]] = x[j]

@@ -6,7 +6,9 @@ permutations are kept, and the fill pattern of ``B = Pr A Pc`` without further p
 computed symbolically (row by row: the pattern of row i of L\\U is its own pattern plus the U
 pattern of every earlier row it eliminates with). Numeric factorisation (compiled, no allocation)
 is the up-looking Doolittle elimination on that fixed pattern, so its cost is the true fill,
-not n^3. The pivot order stays trustworthy while the multipliers stay bounded (threshold
+not n^3; because the pivot sequence is static, the position in L\\U that every update
+``b_ij -= l_ik u_kj`` writes is computed once at analysis (``update``), and the numeric phase is
+a straight run over that list (no dense row accumulator to scatter into and gather from). The pivot order stays trustworthy while the multipliers stay bounded (threshold
 pivoting guarantees |l_ik| <= 1/diag_pivot_thresh = 10 when it is chosen): a multiplier above
 ``growth_limit`` or a pivot below ``pivot_tol`` times its row's scale returns status 2 so the
 caller re-analyses with the current values.
@@ -37,15 +39,18 @@ class SparseLU(NamedTuple):
     lu_diag: np.ndarray    # (n,) position of each diagonal entry
     row_perm: np.ndarray   # B row i is A row row_perm[i]
     col_perm: np.ndarray   # B column j is A column col_perm[j]
+    target_row: np.ndarray  # (nnz_A,) B row of each entry (its row scale)
+    fill_pos: np.ndarray   # L\U positions that are not entries of A (fill-in, start at 0)
+    update: np.ndarray     # (n_update,) int32 position of each elimination update, in order
     pivot_tol: float
     growth_limit: float
 
 
 class SparseLUWork(NamedTuple):
     lu: np.ndarray     # L\U values
-    w: np.ndarray      # (n,) dense row accumulator
     x: np.ndarray      # (n,) permuted solution
     scale: np.ndarray  # (n,) row scales of B
+    inv_diag: np.ndarray  # (n,) reciprocals of the pivots
 
 
 def analyse(block: Block, sample_values: np.ndarray, pivot_tol: float = 1e-10,
@@ -57,7 +62,8 @@ def analyse(block: Block, sample_values: np.ndarray, pivot_tol: float = 1e-10,
     if n == 0:
         empty = np.zeros(0, np.int64)
         return (SparseLU(0, empty, empty, np.zeros(1, np.int64), empty, empty, empty, empty,
-                         pivot_tol, growth_limit), SparseLUWork(np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0)))
+                         empty, empty, np.zeros(0, np.int32), pivot_tol, growth_limit),
+                SparseLUWork(*[np.zeros(0)] * 4))
     lu = splu(A, permc_spec="COLAMD", diag_pivot_thresh=diag_pivot_thresh,
               options={"SymmetricMode": False})
     # Pr A Pc = L U with A row i -> B row perm_r[i] and A column i -> B column perm_c[i]
@@ -106,8 +112,12 @@ def analyse(block: Block, sample_values: np.ndarray, pivot_tol: float = 1e-10,
     local_rows = np.repeat(np.arange(n), np.diff(block.indptr))
     for k in range(len(block.source)):
         target[k] = pos[(int(inv_row[local_rows[k]]), int(inv_col[block.indices[k]]))]
+    fill_pos = np.setdiff1d(np.arange(len(indices)), target).astype(np.int64)
+    update = [pos[(i, c)] for i in range(n) for k in patterns[i] if k < i
+              for c in upper[k]]  # the order _factorize_w consumes them
     solver = SparseLU(n, block.source.copy(), target, indptr, indices, diag, row_perm, col_perm,
-                      float(pivot_tol), float(growth_limit))
+                      inv_row[local_rows].astype(np.int64), fill_pos,
+                      np.array(update, np.int32), float(pivot_tol), float(growth_limit))
     work = SparseLUWork(np.zeros(len(indices)), np.zeros(n), np.zeros(n), np.zeros(n))
     return solver, work
 
@@ -118,45 +128,38 @@ def fill(solver: SparseLU) -> int:
 
 
 @nb.njit(cache=True, nogil=True)
-def _factorize_w(n, source, target, lu_indptr, lu_indices, lu_diag, pivot_tol, growth_limit, lu,
-                 acc, scale, values):
-    lu[:] = 0.0
-    scale[:] = 0.0
-    for k in range(source.shape[0]):
-        lu[target[k]] += values[source[k]]
+def _factorize_w(n, source, target, target_row, fill_pos, update, lu_indptr, lu_indices, lu_diag,
+                 pivot_tol, growth_limit, lu, scale, inv_diag, values):
+    for p in fill_pos:
+        lu[p] = 0.0
     for i in range(n):
-        for p in range(lu_indptr[i], lu_indptr[i + 1]):
-            if abs(lu[p]) > scale[i]:
-                scale[i] = abs(lu[p])
-    acc[:] = 0.0
-    for i in range(n):
-        a, b = lu_indptr[i], lu_indptr[i + 1]
-        for p in range(a, b):
-            acc[lu_indices[p]] = lu[p]
-        p = a
-        while p < b:  # eliminate with earlier rows, in increasing column order
+        scale[i] = 0.0
+    for k in range(source.shape[0]):  # B = Pr A Pc into the pattern, and the row scales of B
+        v = values[source[k]]
+        lu[target[k]] = v
+        i = target_row[k]
+        if abs(v) > scale[i]:
+            scale[i] = abs(v)
+    c = 0
+    for i in range(n):  # row i of L\U: eliminate with earlier rows, in increasing column order
+        for p in range(lu_indptr[i], lu_diag[i]):
             k = lu_indices[p]
-            if k >= i:
-                break
-            lik = acc[k] / lu[lu_diag[k]]
+            lik = lu[p] * inv_diag[k]
             if abs(lik) > growth_limit:
                 return REPIVOT
-            acc[k] = lik
-            for r in range(lu_diag[k] + 1, lu_indptr[k + 1]):
-                acc[lu_indices[r]] -= lik * lu[r]
-            p += 1
-        for p in range(a, b):
-            c = lu_indices[p]
-            lu[p] = acc[c]
-            acc[c] = 0.0
-        piv = abs(lu[lu_diag[i]])
-        if piv == 0.0 or piv <= pivot_tol * scale[i]:
+            lu[p] = lik
+            for r in range(lu_diag[k] + 1, lu_indptr[k + 1]):  # b_ij -= l_ik u_kj
+                lu[update[c]] -= lik * lu[r]
+                c += 1
+        piv = lu[lu_diag[i]]
+        if piv == 0.0 or abs(piv) <= pivot_tol * scale[i]:
             return REPIVOT
+        inv_diag[i] = 1.0 / piv
     return OK
 
 
 @nb.njit(cache=True, nogil=True)
-def _solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, x, rhs):
+def _solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x, rhs):
     for i in range(n):  # L y = Pr b (unit diagonal)
         v = rhs[row_perm[i]]
         for p in range(lu_indptr[i], lu_diag[i]):
@@ -166,20 +169,22 @@ def _solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, x, rhs):
         v = x[i]
         for p in range(lu_diag[i] + 1, lu_indptr[i + 1]):
             v -= lu[p] * x[lu_indices[p]]
-        x[i] = v / lu[lu_diag[i]]
+        x[i] = v * inv_diag[i]
     for j in range(n):  # x = Pc z
         rhs[col_perm[j]] = x[j]
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def sparse_factorize(s, w, values):
-    return _factorize_w(s.n, s.source, s.target, s.lu_indptr, s.lu_indices, s.lu_diag,
-                        s.pivot_tol, s.growth_limit, w.lu, w.w, w.scale, values)
+    return _factorize_w(s.n, s.source, s.target, s.target_row, s.fill_pos, s.update, s.lu_indptr,
+                        s.lu_indices, s.lu_diag, s.pivot_tol, s.growth_limit, w.lu, w.scale,
+                        w.inv_diag, values)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def sparse_solve(s, w, rhs):
-    _solve_w(s.n, s.lu_indptr, s.lu_indices, s.lu_diag, s.row_perm, s.col_perm, w.lu, w.x, rhs)
+    _solve_w(s.n, s.lu_indptr, s.lu_indices, s.lu_diag, s.row_perm, s.col_perm, w.lu, w.inv_diag,
+             w.x, rhs)
 
 
 @overload(protocol.factorize, jit_options=protocol.JIT, inline="always")

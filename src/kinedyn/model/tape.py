@@ -12,6 +12,7 @@ Tapes of all functions of a model are concatenated: ``ops (n_op,)``, ``args (n_o
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -103,6 +104,134 @@ def _emit(e: sp.Expr, ops: list[int], args: list[float]) -> int:
     raise ValueError(f"cannot compile {e!r} ({type(e).__name__}) to a tape")
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def is_binary(op):
+    return op >= ADD and op <= DIV or op == POW or op >= MIN
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def apply_binary(op, a0, a1, a2, b0, b1, b2):
+    """(a op b) with its first and second time derivatives, a and b as Taylor triples."""
+    if op == ADD:
+        r0, r1, r2 = a0 + b0, a1 + b1, a2 + b2
+    elif op == SUB:
+        r0, r1, r2 = a0 - b0, a1 - b1, a2 - b2
+    elif op == MUL:
+        r0 = a0 * b0
+        r1 = a1 * b0 + a0 * b1
+        r2 = a2 * b0 + 2.0 * a1 * b1 + a0 * b2
+    elif op == DIV:
+        r0 = a0 / b0
+        r1 = (a1 - r0 * b1) / b0
+        r2 = (a2 - 2.0 * r1 * b1 - r0 * b2) / b0
+    elif op == POW:  # a**b = exp(b log a), a > 0
+        la = math.log(a0)
+        la1 = a1 / a0
+        la2 = a2 / a0 - la1 * la1
+        g0 = b0 * la
+        g1 = b1 * la + b0 * la1
+        g2 = b2 * la + 2.0 * b1 * la1 + b0 * la2
+        r0 = math.exp(g0)
+        r1 = r0 * g1
+        r2 = r0 * (g2 + g1 * g1)
+    elif op == MIN:
+        if a0 <= b0:
+            r0, r1, r2 = a0, a1, a2
+        else:
+            r0, r1, r2 = b0, b1, b2
+    elif op == MAX:
+        if a0 >= b0:
+            r0, r1, r2 = a0, a1, a2
+        else:
+            r0, r1, r2 = b0, b1, b2
+    else:  # ATAN2(y=a, x=b)
+        r0 = math.atan2(a0, b0)
+        q = a0 * a0 + b0 * b0
+        n = b0 * a1 - a0 * b1
+        n1 = b0 * a2 - a0 * b2
+        q1 = 2.0 * (a0 * a1 + b0 * b1)
+        r1 = n / q
+        r2 = (n1 * q - n * q1) / (q * q)
+    return r0, r1, r2
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def apply_unary(op, arg, u, u1, u2):
+    """f(u) -> (f, f' u', f'' u'^2 + f' u'') for the unary operation ``op`` (``arg``: POWC's
+    exponent)."""
+    if op == NEG:
+        f0, d1, d2 = -u, -1.0, 0.0
+    elif op == POWC:
+        c = arg
+        f0 = u ** c
+        d1 = c * u ** (c - 1.0) if c != 1.0 else 1.0
+        d2 = c * (c - 1.0) * u ** (c - 2.0) if c != 1.0 and c != 2.0 else (2.0 if c == 2.0 else 0.0)
+    elif op == SIN:
+        f0 = math.sin(u)
+        d1 = math.cos(u)
+        d2 = -f0
+    elif op == COS:
+        f0 = math.cos(u)
+        d1 = -math.sin(u)
+        d2 = -f0
+    elif op == TAN:
+        f0 = math.tan(u)
+        d1 = 1.0 + f0 * f0
+        d2 = 2.0 * f0 * d1
+    elif op == ASIN:
+        f0 = math.asin(u)
+        w = 1.0 - u * u
+        d1 = 1.0 / math.sqrt(w)
+        d2 = u / (w * math.sqrt(w))
+    elif op == ACOS:
+        f0 = math.acos(u)
+        w = 1.0 - u * u
+        d1 = -1.0 / math.sqrt(w)
+        d2 = -u / (w * math.sqrt(w))
+    elif op == ATAN:
+        f0 = math.atan(u)
+        w = 1.0 + u * u
+        d1 = 1.0 / w
+        d2 = -2.0 * u / (w * w)
+    elif op == SINH:
+        f0 = math.sinh(u)
+        d1 = math.cosh(u)
+        d2 = f0
+    elif op == COSH:
+        f0 = math.cosh(u)
+        d1 = math.sinh(u)
+        d2 = f0
+    elif op == TANH:
+        f0 = math.tanh(u)
+        d1 = 1.0 - f0 * f0
+        d2 = -2.0 * f0 * d1
+    elif op == EXP:
+        f0 = math.exp(u)
+        d1 = f0
+        d2 = f0
+    elif op == LOG:
+        f0 = math.log(u)
+        d1 = 1.0 / u
+        d2 = -d1 * d1
+    elif op == SQRT:
+        f0 = math.sqrt(u)
+        d1 = 0.5 / f0
+        d2 = -0.25 / (f0 * u)
+    elif op == ABS:
+        f0 = abs(u)
+        d1 = 1.0 if u >= 0.0 else -1.0
+        d2 = 0.0
+    elif op == SIGN:
+        f0 = 0.0 if u == 0.0 else (1.0 if u > 0.0 else -1.0)
+        d1 = 0.0
+        d2 = 0.0
+    else:  # STEP
+        f0 = 1.0 if u >= 0.0 else 0.0
+        d1 = 0.0
+        d2 = 0.0
+    return f0, d1 * u1, d2 * u1 * u1 + d1 * u2
+
+
 @nb.njit(cache=True, nogil=True)
 def eval_tape(ops, args, start, end, time, stack):
     """Evaluate the tape ``ops[start:end]`` at ``time``.
@@ -117,143 +246,24 @@ def eval_tape(ops, args, start, end, time, stack):
             stack[sp_, 1] = 0.0
             stack[sp_, 2] = 0.0
             sp_ += 1
-            continue
-        if op == TIME:
+        elif op == TIME:
             stack[sp_, 0] = time
             stack[sp_, 1] = 1.0
             stack[sp_, 2] = 0.0
             sp_ += 1
-            continue
-        if op >= ADD and op <= DIV or op == POW or op >= MIN:
-            # binary: a (below) op b (top)
-            a0 = stack[sp_ - 2, 0]
-            a1 = stack[sp_ - 2, 1]
-            a2 = stack[sp_ - 2, 2]
-            b0 = stack[sp_ - 1, 0]
-            b1 = stack[sp_ - 1, 1]
-            b2 = stack[sp_ - 1, 2]
+        elif is_binary(op):  # a (below) op b (top)
+            r0, r1, r2 = apply_binary(op, stack[sp_ - 2, 0], stack[sp_ - 2, 1], stack[sp_ - 2, 2],
+                                      stack[sp_ - 1, 0], stack[sp_ - 1, 1], stack[sp_ - 1, 2])
             sp_ -= 1
-            if op == ADD:
-                r0, r1, r2 = a0 + b0, a1 + b1, a2 + b2
-            elif op == SUB:
-                r0, r1, r2 = a0 - b0, a1 - b1, a2 - b2
-            elif op == MUL:
-                r0 = a0 * b0
-                r1 = a1 * b0 + a0 * b1
-                r2 = a2 * b0 + 2.0 * a1 * b1 + a0 * b2
-            elif op == DIV:
-                r0 = a0 / b0
-                r1 = (a1 - r0 * b1) / b0
-                r2 = (a2 - 2.0 * r1 * b1 - r0 * b2) / b0
-            elif op == POW:  # a**b = exp(b log a), a > 0
-                la = math.log(a0)
-                la1 = a1 / a0
-                la2 = a2 / a0 - la1 * la1
-                g0 = b0 * la
-                g1 = b1 * la + b0 * la1
-                g2 = b2 * la + 2.0 * b1 * la1 + b0 * la2
-                r0 = math.exp(g0)
-                r1 = r0 * g1
-                r2 = r0 * (g2 + g1 * g1)
-            elif op == MIN:
-                if a0 <= b0:
-                    r0, r1, r2 = a0, a1, a2
-                else:
-                    r0, r1, r2 = b0, b1, b2
-            elif op == MAX:
-                if a0 >= b0:
-                    r0, r1, r2 = a0, a1, a2
-                else:
-                    r0, r1, r2 = b0, b1, b2
-            else:  # ATAN2(y=a, x=b)
-                r0 = math.atan2(a0, b0)
-                q = a0 * a0 + b0 * b0
-                n = b0 * a1 - a0 * b1
-                n1 = b0 * a2 - a0 * b2
-                q1 = 2.0 * (a0 * a1 + b0 * b1)
-                r1 = n / q
-                r2 = (n1 * q - n * q1) / (q * q)
             stack[sp_ - 1, 0] = r0
             stack[sp_ - 1, 1] = r1
             stack[sp_ - 1, 2] = r2
-            continue
-        # unary on the top: f(u) -> (f, f' u', f'' u'^2 + f' u'')
-        u = stack[sp_ - 1, 0]
-        u1 = stack[sp_ - 1, 1]
-        u2 = stack[sp_ - 1, 2]
-        if op == NEG:
-            f0, d1, d2 = -u, -1.0, 0.0
-        elif op == POWC:
-            c = args[i]
-            f0 = u ** c
-            d1 = c * u ** (c - 1.0) if c != 1.0 else 1.0
-            d2 = c * (c - 1.0) * u ** (c - 2.0) if c != 1.0 and c != 2.0 else (2.0 if c == 2.0 else 0.0)
-        elif op == SIN:
-            f0 = math.sin(u)
-            d1 = math.cos(u)
-            d2 = -f0
-        elif op == COS:
-            f0 = math.cos(u)
-            d1 = -math.sin(u)
-            d2 = -f0
-        elif op == TAN:
-            f0 = math.tan(u)
-            d1 = 1.0 + f0 * f0
-            d2 = 2.0 * f0 * d1
-        elif op == ASIN:
-            f0 = math.asin(u)
-            w = 1.0 - u * u
-            d1 = 1.0 / math.sqrt(w)
-            d2 = u / (w * math.sqrt(w))
-        elif op == ACOS:
-            f0 = math.acos(u)
-            w = 1.0 - u * u
-            d1 = -1.0 / math.sqrt(w)
-            d2 = -u / (w * math.sqrt(w))
-        elif op == ATAN:
-            f0 = math.atan(u)
-            w = 1.0 + u * u
-            d1 = 1.0 / w
-            d2 = -2.0 * u / (w * w)
-        elif op == SINH:
-            f0 = math.sinh(u)
-            d1 = math.cosh(u)
-            d2 = f0
-        elif op == COSH:
-            f0 = math.cosh(u)
-            d1 = math.sinh(u)
-            d2 = f0
-        elif op == TANH:
-            f0 = math.tanh(u)
-            d1 = 1.0 - f0 * f0
-            d2 = -2.0 * f0 * d1
-        elif op == EXP:
-            f0 = math.exp(u)
-            d1 = f0
-            d2 = f0
-        elif op == LOG:
-            f0 = math.log(u)
-            d1 = 1.0 / u
-            d2 = -d1 * d1
-        elif op == SQRT:
-            f0 = math.sqrt(u)
-            d1 = 0.5 / f0
-            d2 = -0.25 / (f0 * u)
-        elif op == ABS:
-            f0 = abs(u)
-            d1 = 1.0 if u >= 0.0 else -1.0
-            d2 = 0.0
-        elif op == SIGN:
-            f0 = 0.0 if u == 0.0 else (1.0 if u > 0.0 else -1.0)
-            d1 = 0.0
-            d2 = 0.0
-        else:  # STEP
-            f0 = 1.0 if u >= 0.0 else 0.0
-            d1 = 0.0
-            d2 = 0.0
-        stack[sp_ - 1, 0] = f0
-        stack[sp_ - 1, 1] = d1 * u1
-        stack[sp_ - 1, 2] = d2 * u1 * u1 + d1 * u2
+        else:  # unary on the top
+            r0, r1, r2 = apply_unary(op, args[i], stack[sp_ - 1, 0], stack[sp_ - 1, 1],
+                                     stack[sp_ - 1, 2])
+            stack[sp_ - 1, 0] = r0
+            stack[sp_ - 1, 1] = r1
+            stack[sp_ - 1, 2] = r2
     return stack[0, 0], stack[0, 1], stack[0, 2]
 
 
@@ -265,6 +275,102 @@ def eval_functions(ops, args, start, time, out, stack):
         out[k, 0] = f0
         out[k, 1] = f1
         out[k, 2] = f2
+
+
+class Program(NamedTuple):
+    """A table of functions of time as one register program (straight-line SSA code).
+
+    Instruction i computes register i (a Taylor triple) from ``op[i]`` with ``arg[i]`` (CONST's
+    value, POWC's exponent) and the registers ``a[i]``, ``b[i]`` (-1 unused); function k is
+    register ``out[k]``. Built from the tapes by :func:`build_program`.
+    """
+    op: np.ndarray   # (n_reg,)
+    arg: np.ndarray  # (n_reg,)
+    a: np.ndarray    # (n_reg,)
+    b: np.ndarray    # (n_reg,)
+    out: np.ndarray  # (n_function,)
+
+
+def build_program(ops, args, start) -> Program:
+    """Compile concatenated tapes into one :class:`Program`.
+
+    The tapes of a model repeat the same subexpressions (the nine entries of a pose driver's
+    rotation matrix share the sines and cosines of three angles; a derived sin/cos driver repeats
+    its base function), so each distinct operation on the same operands is computed once (value
+    numbering), subexpressions that do not depend on time are folded to constants, and
+    instructions no function uses are dropped. The program computes the same operations on the
+    same operands as the tapes, so its values are bitwise the same.
+    """
+    ops, args, start = np.asarray(ops), np.asarray(args, float), np.asarray(start)
+    instr: list[tuple[int, float, int, int]] = []
+    number: dict = {}
+    constant: list[bool] = []
+    outs = []
+    for k in range(len(start) - 1):
+        stack: list[int] = []
+        for i in range(start[k], start[k + 1]):
+            op = int(ops[i])
+            arg = float(args[i]) if op in (CONST, POWC) else 0.0
+            if op in (CONST, TIME):
+                operands = ()
+            elif is_binary(op):
+                operands = (stack.pop(-2), stack.pop())
+            else:
+                operands = (stack.pop(),)
+            key = (op, np.float64(arg).tobytes(), operands)
+            if key not in number:
+                number[key] = len(instr)
+                a, b = (list(operands) + [-1, -1])[:2]
+                instr.append((op, arg, a, b))
+                constant.append(op == CONST or (op != TIME and all(constant[r] for r in operands)))
+            stack.append(number[key])
+        if len(stack) != 1:
+            raise ValueError(f"function {k}: malformed tape (stack of {len(stack)} at its end)")
+        outs.append(stack[0])
+    op, arg, a, b = (np.array(x) for x in zip(*instr)) if instr else [np.zeros(0)] * 4
+    op, a, b, arg = op.astype(np.int64), a.astype(np.int64), b.astype(np.int64), arg.astype(float)
+    reg = np.zeros((len(op), 3))
+    eval_program(op, arg, a, b, 0.0, reg)
+    for i in np.flatnonzero(constant):  # fold: a constant register becomes a CONST
+        op[i], arg[i], a[i], b[i] = CONST, reg[i, 0], -1, -1
+    used = np.zeros(len(op), bool)
+    for r in sorted(set(outs), reverse=True):
+        used[r] = True
+    for i in range(len(op) - 1, -1, -1):  # operands come before their users
+        if used[i]:
+            used[[r for r in (a[i], b[i]) if r >= 0]] = True
+    new = np.cumsum(used) - 1
+    remap = lambda x: np.where(x >= 0, new[np.maximum(x, 0)], -1)  # noqa: E731
+    return Program(op[used], arg[used], remap(a[used]), remap(b[used]),
+                   new[np.array(outs, np.int64)].astype(np.int64))
+
+
+@nb.njit(cache=True, nogil=True)
+def eval_program(op, arg, a, b, time, reg):
+    """Run a :class:`Program` at ``time``: ``reg (n_reg, 3)`` gets every register."""
+    for i in range(op.shape[0]):
+        o = op[i]
+        if o == CONST:
+            reg[i, 0] = arg[i]
+            reg[i, 1] = 0.0
+            reg[i, 2] = 0.0
+        elif o == TIME:
+            reg[i, 0] = time
+            reg[i, 1] = 1.0
+            reg[i, 2] = 0.0
+        elif is_binary(o):
+            x, y = a[i], b[i]
+            r0, r1, r2 = apply_binary(o, reg[x, 0], reg[x, 1], reg[x, 2], reg[y, 0], reg[y, 1],
+                                      reg[y, 2])
+            reg[i, 0] = r0
+            reg[i, 1] = r1
+            reg[i, 2] = r2
+        else:
+            x = a[i]
+            r0, r1, r2 = apply_unary(o, arg[i], reg[x, 0], reg[x, 1], reg[x, 2])
+            reg[i, 0] = r0
+            reg[i, 1] = r1
+            reg[i, 2] = r2
 
 
 class TapeTable:

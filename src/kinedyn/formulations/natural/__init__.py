@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sps
 
 from ...model.compiled import CompiledModel
-from ...model.tape import MAX_STACK, eval_tape
+from ...model.tape import MAX_STACK, build_program, eval_tape
 from . import kernels  # noqa: F401  (registers the protocol overloads)
 from .data import (EntityTable, NaturalData, NaturalWork, function_tapes, gravity_force,
                    jacobian_pattern, make_work, mass_matrix)
@@ -74,18 +74,19 @@ class Natural:
         M.sort_indices()
         ops, args, start = function_tapes(lay)
         (const, e_start, e_block, e_alpha, e_beta) = table.arrays()
-        (indptr, indices, jc_start, jc_slot, jc_term, jc_pos, jac_const) = jacobian_pattern(
+        (indptr, indices, jc_start, jc_slot, jc_term, jc_pos, jc_first, jac_const) = jacobian_pattern(
             lay, table, con_ent)
         self.data = NaturalData(
-            dim=d, n_q=self.n_q, ent_const=const, ent_start=e_start, ent_block=e_block,
+            dim=d, dims=(0,) * d, n_q=self.n_q, ent_const=const, ent_start=e_start, ent_block=e_block,
             ent_alpha=e_alpha, ent_beta=e_beta,
             con_kind=np.array([eq.kind for eq in lay.equations], np.int64),
             con_ent=con_ent, con_comp=np.array([eq.comp for eq in lay.equations], np.int64),
             con_value=np.array([eq.value for eq in lay.equations], float),
             con_fn=np.array([eq.functions for eq in lay.equations], np.int64).reshape(-1, 2),
             jac_indptr=indptr, jac_indices=indices, jc_start=jc_start, jc_slot=jc_slot,
-            jc_term=jc_term, jc_pos=jc_pos, jac_const=jac_const,
+            jc_term=jc_term, jc_pos=jc_pos, jc_first=jc_first, jac_const=jac_const,
             fn_ops=ops, fn_args=args, fn_start=start,
+            **{f"fp_{k}": v for k, v in build_program(ops, args, start)._asdict().items()},
             mass_indptr=M.indptr.astype(np.int64), mass_indices=M.indices.astype(np.int64),
             mass_values=M.data.astype(float), gravity_q=gravity_force(lay), **forces)
         self._E, self._c = self._entity_matrix()

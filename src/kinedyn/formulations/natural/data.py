@@ -5,7 +5,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...model.tape import MAX_STACK, POWC, SIN, COS
+from ...model.tape import CONST, COS, MAX_STACK, POWC, SIN
 from .entities import Entity
 from .layout import ANGLE, DOT, LINEAR, NaturalLayout
 
@@ -18,6 +18,7 @@ class NaturalData(NamedTuple):
     ``ent_start[e]:ent_start[e+1]``.
     """
     dim: int
+    dims: tuple              # (dim,) zeros: its length is the dimension, known at compile time
     n_q: int
     ent_const: np.ndarray    # (n_e, d)
     ent_start: np.ndarray    # (n_e + 1,)
@@ -35,10 +36,16 @@ class NaturalData(NamedTuple):
     jc_slot: np.ndarray      # entity slot of the contribution
     jc_term: np.ndarray      # entity term (block, alpha, beta)
     jc_pos: np.ndarray       # CSR position of the block's first column (dim columns follow)
+    jc_first: np.ndarray     # 1 for the first contribution to its block (assigns), 0 (adds)
     jac_const: np.ndarray    # (nnz,) Jacobian values of LINEAR rows, which are constant
     fn_ops: np.ndarray       # tapes of the functions of time (model's + derived)
     fn_args: np.ndarray
     fn_start: np.ndarray
+    fp_op: np.ndarray        # the same functions as one register program (model.tape.Program)
+    fp_arg: np.ndarray
+    fp_a: np.ndarray
+    fp_b: np.ndarray
+    fp_out: np.ndarray       # (n_function,) register of each function
     mass_indptr: np.ndarray  # CSR pattern of the constant mass matrix
     mass_indices: np.ndarray
     mass_values: np.ndarray
@@ -63,6 +70,7 @@ class NaturalWork(NamedTuple):
     ed: np.ndarray     # (3, d) entity velocities
     g: np.ndarray      # (3, d) gradients
     stack: np.ndarray  # (MAX_STACK, 3) tape stack
+    freg: np.ndarray   # (n_reg, 3) registers of the function program
     fval: np.ndarray   # (n_function, 3) functions of time at ftime[0]
     ftime: np.ndarray  # [time of fval, 1 once filled]
     ent: np.ndarray    # (n_e, d) entity values of the current call
@@ -70,15 +78,18 @@ class NaturalWork(NamedTuple):
     stamp: np.ndarray  # (n_e,) call number that last computed each entity value
     stampd: np.ndarray  # (n_e,) call number that last computed each entity rate
     counter: np.ndarray  # (1,) call counter
+    nothing: np.ndarray  # (0,) stands for an output a kernel does not write
 
 
 def make_work(data: NaturalData) -> NaturalWork:
     d = data.dim
     n_e = len(data.ent_start) - 1
     return NaturalWork(np.zeros((3, d)), np.zeros((3, d)), np.zeros((3, d)),
-                       np.zeros((MAX_STACK, 3)), np.zeros((len(data.fn_start) - 1, 3)),
+                       np.zeros((MAX_STACK, 3)), np.zeros((len(data.fp_op), 3)),
+                       np.zeros((len(data.fn_start) - 1, 3)),
                        np.zeros(2), np.zeros((n_e, d)), np.zeros((n_e, d)),
-                       np.zeros(n_e, np.int64), np.zeros(n_e, np.int64), np.zeros(1, np.int64))
+                       np.zeros(n_e, np.int64), np.zeros(n_e, np.int64), np.zeros(1, np.int64),
+                       np.zeros(0))
 
 
 class EntityTable:
@@ -114,9 +125,13 @@ def function_tapes(layout: NaturalLayout):
     table = layout.model.functions
     ops, args, start = list(table.ops), list(table.args), list(table.start)
     for op, fid in layout.extra_functions:
-        a, b = table.start[fid], table.start[fid + 1]
-        ops += list(table.ops[a:b])
-        args += list(table.args[a:b])
+        if fid < 0:  # no function (a joint coordinate read as an output): f = 0
+            ops.append(CONST)
+            args.append(0.0)
+        else:
+            a, b = table.start[fid], table.start[fid + 1]
+            ops += list(table.ops[a:b])
+            args += list(table.args[a:b])
         if op == "square":
             ops.append(POWC)
             args.append(2.0)
@@ -132,7 +147,7 @@ def jacobian_pattern(layout: NaturalLayout, table: EntityTable, con_ent: np.ndar
     of LINEAR rows (see NaturalData)."""
     d = layout.dim
     indptr, indices, const = [0], [], []
-    jc_start, jc_slot, jc_term, jc_pos = [0], [], [], []
+    jc_start, jc_slot, jc_term, jc_pos, jc_first = [0], [], [], [], []
     term_offset = np.cumsum([0] + [len(e.terms) for e in table.items])
     for r, eq in enumerate(layout.equations):
         blocks = []  # (slot, term, block, alpha, beta)
@@ -159,15 +174,18 @@ def jacobian_pattern(layout: NaturalLayout, table: EntityTable, con_ent: np.ndar
             pos = {col: start + i for i, col in enumerate(cols)}
             indices += cols
             const += [0.0] * len(cols)
+            seen = set()
             for s, term, b, _, _ in blocks:
                 jc_slot.append(s)
                 jc_term.append(term)
                 jc_pos.append(pos[d * b])
+                jc_first.append(int(b not in seen))
+                seen.add(b)
         indptr.append(len(indices))
         jc_start.append(len(jc_slot))
     as_int = lambda x: np.array(x, np.int64)  # noqa: E731
     return (as_int(indptr), as_int(indices), as_int(jc_start), as_int(jc_slot), as_int(jc_term),
-            as_int(jc_pos), np.array(const, float))
+            as_int(jc_pos), as_int(jc_first), np.array(const, float))
 
 
 def mass_matrix(layout: NaturalLayout) -> np.ndarray:

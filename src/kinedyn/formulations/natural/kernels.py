@@ -12,9 +12,14 @@ gamma = -(phi_q qd)_q qd - 2 phi_qt qd - phi_tt is exact for each kind (see :fun
 
 Performance notes (measured, see :mod:`kinedyn._unmanaged`): the protocol kernels are inlined
 into their callers and their helpers receive plain arrays - a real call that receives the
-NamedTuples copies and reference-counts every member, which cost more than the arithmetic. Entity values are computed lazily, once per call, for the entities the requested rows
-need (``stamp`` marks them), and all functions of time once per time value (``fval``), so the
-cost of a group of rows is proportional to the group.
+NamedTuples copies and reference-counts every member, which cost more than the arithmetic.
+Entity values are computed once per call: all of them in a straight loop when the requested
+rows are most of the equations, else lazily for the entities the rows need (``stamp`` marks
+them, see :func:`_prepare`), so the cost of a group of rows is proportional to the group. All
+functions of time are computed once per time value (``fval``), as one register program. The
+dimension reaches the kernels as the length of the tuple ``data.dims``, a compile-time constant,
+so planar and spatial models get their own machine code with the d-loops unrolled (a run-time d
+made the Stewart platform's phi about 4x slower).
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ import numba as nb
 import numpy as np
 from numba.extending import overload
 
-from ...model.tape import eval_tape
+from ...model.tape import eval_program
 from .. import protocol
 from .data import NaturalData
 
@@ -54,41 +59,48 @@ def _triple(a, i, b, j, c, k, d):
 @nb.njit(**_LEAF)
 def _entity(ent_start, ent_block, ent_alpha, ent_beta, d, e, x, out, s):
     """out[s] = sum_t (alpha I + beta J) x_block over the terms of entity e."""
-    for k in range(d):
-        out[s, k] = 0.0
+    v0 = v1 = v2 = 0.0
     for t in range(ent_start[e], ent_start[e + 1]):
         o = d * ent_block[t]
         a = ent_alpha[t]
         if d == 2:
             b = ent_beta[t]
-            out[s, 0] += a * x[o] - b * x[o + 1]
-            out[s, 1] += a * x[o + 1] + b * x[o]
+            v0 += a * x[o] - b * x[o + 1]
+            v1 += a * x[o + 1] + b * x[o]
         else:
-            out[s, 0] += a * x[o]
-            out[s, 1] += a * x[o + 1]
-            out[s, 2] += a * x[o + 2]
+            v0 += a * x[o]
+            v1 += a * x[o + 1]
+            v2 += a * x[o + 2]
+    out[s, 0] = v0
+    out[s, 1] = v1
+    if d == 3:
+        out[s, 2] = v2
 
 
 @nb.njit(**_WORKER)
-def _functions_at(fn_ops, fn_args, fn_start, fval, ftime, stack, t):
+def _functions_at(fp_op, fp_arg, fp_a, fp_b, fp_out, freg, fval, ftime, t):
     """Fill fval with every function of time at t, unless it already holds time t.
 
-    The table is a pure function of t, so phi, phi_q, phi_t and gamma at one time share it.
+    The table is a pure function of t, so phi, phi_q, phi_t and gamma at one time share it. It
+    is evaluated as one register program (:func:`kinedyn.model.tape.build_program`: shared
+    subexpressions once, constants folded).
     """
     if ftime[0] == t and ftime[1] == 1.0:
         return
-    for k in range(fn_start.shape[0] - 1):
-        f0, f1, f2 = eval_tape(fn_ops, fn_args, fn_start[k], fn_start[k + 1], t, stack)
-        fval[k, 0] = f0
-        fval[k, 1] = f1
-        fval[k, 2] = f2
+    eval_program(fp_op, fp_arg, fp_a, fp_b, t, freg)
+    for k in range(fp_out.shape[0]):
+        r = fp_out[k]
+        fval[k, 0] = freg[r, 0]
+        fval[k, 1] = freg[r, 1]
+        fval[k, 2] = freg[r, 2]
     ftime[0] = t
     ftime[1] = 1.0
 
 
 @nb.njit(**_WRAP)
 def _time(data, work, t):
-    _functions_at(data.fn_ops, data.fn_args, data.fn_start, work.fval, work.ftime, work.stack, t)
+    _functions_at(data.fp_op, data.fp_arg, data.fp_a, data.fp_b, data.fp_out, work.freg, work.fval,
+                  work.ftime, t)
 
 
 @nb.njit(**_LEAF)
@@ -97,32 +109,53 @@ def _f(fval, fid, order):
 
 
 @nb.njit(**_LEAF)
-def _load(E, r, x, with_const, mark, out):
-    """Entity values (or rates) of row r into out[0..2], computing each entity once per call.
+def _cache_entity(E, e, x, with_const):
+    con_ent, ent_const, ent_start, ent_block, ent_alpha, ent_beta, dims, cache, stamp = E
+    d = len(dims)
+    _entity(ent_start, ent_block, ent_alpha, ent_beta, d, e, x, cache, e)
+    if with_const:
+        for k in range(d):
+            cache[e, k] += ent_const[e, k]
+
+
+@nb.njit(**_LEAF)
+def _prepare(E, rows, x, with_const):
+    """Entity values (or rates, without constants) for a call on ``rows``; returns ``lazy``.
 
     ``E`` is the tuple of entity arrays (con_ent, ent_const, ent_start, ent_block, ent_alpha,
-    ent_beta, dim, cache, stamp): ``cache[e]`` holds entity e when ``stamp[e] == mark``.
+    ent_beta, dims, cache, stamp). When the rows are at least half of all equations (the global
+    formulation) every entity is computed here in one straight loop and ``cache[e]`` holds it;
+    for fewer rows (one structural group) they are computed on demand by :func:`_ensure`, each
+    once per call, so the cost of a group stays proportional to the group. The straight loop
+    avoids a test per entity use, which cost more than the arithmetic (Stewart platform,
+    102 equations: 1.8 -> 0.6 us for phi).
     """
-    con_ent, ent_const, ent_start, ent_block, ent_alpha, ent_beta, d, cache, stamp = E
+    if 2 * rows.shape[0] < E[0].shape[0]:
+        return True
+    for e in range(E[2].shape[0] - 1):
+        _cache_entity(E, e, x, with_const)
+    return False
+
+
+@nb.njit(**_LEAF)
+def _ensure(E, r, x, with_const, mark):
+    """Lazy mode: compute the entities of row r that this call (``mark``) has not yet
+    computed (``stamp[e] == mark`` once ``cache[e]`` holds entity e)."""
+    con_ent, stamp = E[0], E[8]
     for s in range(3):
         e = con_ent[r, s]
         if e < 0:
             break
         if stamp[e] != mark:
             stamp[e] = mark
-            _entity(ent_start, ent_block, ent_alpha, ent_beta, d, e, x, cache, e)
-            if with_const:
-                for k in range(d):
-                    cache[e, k] += ent_const[e, k]
-        for k in range(d):
-            out[s, k] = cache[e, k]
+            _cache_entity(E, e, x, with_const)
 
 
 @nb.njit(**_WRAP)
 def _ents(data, work, cache, stamp):
-    """The entity tuple for :func:`_load` (arrays only: cheap to pass to a worker)."""
+    """The entity tuple for :func:`_prepare` (arrays only: cheap to pass to a worker)."""
     return (data.con_ent, data.ent_const, data.ent_start, data.ent_block, data.ent_alpha,
-            data.ent_beta, data.dim, cache, stamp)
+            data.ent_beta, data.dims, cache, stamp)
 
 
 @nb.njit(**_WRAP)
@@ -156,104 +189,129 @@ def _angle_gradient(S, C, ev, g, d):
 # compiled worker; see kinedyn._unmanaged for why tuples never cross a real call.
 
 @nb.njit(**_WORKER)
-def _phi_w(E, mark, con_kind, con_comp, con_value, con_fn, fval, ev, q, rows, phi):
-    d = E[6]
-    for i in range(rows.shape[0]):
-        r = rows[i]
-        _load(E, r, q, True, mark, ev)
-        kind = con_kind[r]
-        f0 = _f(fval, con_fn[r, 0], 0)
-        if kind == LINEAR:
-            phi[i] = ev[0, con_comp[r]] - con_value[r] - f0
-        elif kind == DOT:
-            phi[i] = _dot(ev, 0, ev, 1, d) - con_value[r] - f0
-        else:
-            phi[i] = f0 * _dot(ev, 0, ev, 1, d) - _f(fval, con_fn[r, 1], 0) * _triple(
-                ev, 0, ev, 1, ev, 2, d)
-
-
-@nb.njit(**_WRAP)
-def natural_phi(data, work, q, t, rows, phi):
-    _time(data, work, t)
-    _phi_w(_ents(data, work, work.ent, work.stamp), _next_mark(work), data.con_kind,
-           data.con_comp, data.con_value, data.con_fn, work.fval, work.ev, q, rows, phi)
-
-
-@nb.njit(**_WORKER)
-def _phi_q_w(E, mark, con_kind, con_fn, indptr, jc_start, jc_slot, jc_term, jc_pos, jac_const,
-             ent_alpha, ent_beta, fval, ev, g, q, rows, values):
-    d = E[6]
+def _phi_jac_w(E, mark, con_kind, con_comp, con_value, con_fn, indptr, jc_start, jc_slot, jc_term,
+               jc_pos, jc_first, jac_const, ent_alpha, ent_beta, fval, ev, g, q, rows, phi, values,
+               want_phi, want_jac):
+    """phi (``want_phi``) and/or the Jacobian entries (``want_jac``) of the given rows, in one
+    pass: both read the same entity values."""
+    con_ent, d, V = E[0], len(E[6]), E[7]
+    lazy = _prepare(E, rows, q, True)
     for i in range(rows.shape[0]):
         r = rows[i]
         kind = con_kind[r]
+        if kind == LINEAR and not want_phi:
+            for p in range(indptr[r], indptr[r + 1]):
+                values[p] = jac_const[p]
+            continue
+        if lazy:
+            _ensure(E, r, q, True, mark)
+        e0, e1, e2 = con_ent[r, 0], con_ent[r, 1], con_ent[r, 2]
+        if want_phi:
+            f0 = _f(fval, con_fn[r, 0], 0)
+            if kind == LINEAR:
+                phi[i] = V[e0, con_comp[r]] - con_value[r] - f0
+            elif kind == DOT:
+                phi[i] = _dot(V, e0, V, e1, d) - con_value[r] - f0
+            else:
+                phi[i] = f0 * _dot(V, e0, V, e1, d) - _f(fval, con_fn[r, 1], 0) * _triple(
+                    V, e0, V, e1, V, e2, d)
+        if not want_jac:
+            continue
         if kind == LINEAR:  # constant rows
             for p in range(indptr[r], indptr[r + 1]):
                 values[p] = jac_const[p]
             continue
-        _load(E, r, q, True, mark, ev)
         if kind == DOT:
             for k in range(d):
-                g[0, k] = ev[1, k]
-                g[1, k] = ev[0, k]
+                g[0, k] = V[e1, k]
+                g[1, k] = V[e0, k]
         else:
+            for s in range(d):  # 2-D: two entities
+                e = con_ent[r, s]
+                if e >= 0:
+                    for k in range(d):
+                        ev[s, k] = V[e, k]
             _angle_gradient(_f(fval, con_fn[r, 0], 0), _f(fval, con_fn[r, 1], 0), ev, g, d)
-        for p in range(indptr[r], indptr[r + 1]):
-            values[p] = 0.0
         for c in range(jc_start[r], jc_start[r + 1]):  # block b gets (alpha I + beta J)^T g_s
             s = jc_slot[c]
             term = jc_term[c]
             p = jc_pos[c]
             a = ent_alpha[term]
-            if d == 2:
-                b = ent_beta[term]
-                values[p] += a * g[s, 0] + b * g[s, 1]
-                values[p + 1] += a * g[s, 1] - b * g[s, 0]
+            b = ent_beta[term] if d == 2 else 0.0
+            v0 = a * g[s, 0] + b * g[s, 1]
+            v1 = a * g[s, 1] - b * g[s, 0]
+            if jc_first[c]:  # every entry of the row is some block's: no zeroing needed
+                values[p] = v0
+                values[p + 1] = v1
+                if d == 3:
+                    values[p + 2] = a * g[s, 2]
             else:
-                values[p] += a * g[s, 0]
-                values[p + 1] += a * g[s, 1]
-                values[p + 2] += a * g[s, 2]
+                values[p] += v0
+                values[p + 1] += v1
+                if d == 3:
+                    values[p + 2] += a * g[s, 2]
+
+
+@nb.njit(**_WRAP)
+def _phi_jac(data, work, q, t, rows, phi, values, want_phi, want_jac):
+    _time(data, work, t)
+    _phi_jac_w(_ents(data, work, work.ent, work.stamp), _next_mark(work), data.con_kind,
+               data.con_comp, data.con_value, data.con_fn, data.jac_indptr, data.jc_start,
+               data.jc_slot, data.jc_term, data.jc_pos, data.jc_first, data.jac_const, data.ent_alpha,
+               data.ent_beta, work.fval, work.ev, work.g, q, rows, phi, values, want_phi,
+               want_jac)
+
+
+@nb.njit(**_WRAP)
+def natural_phi(data, work, q, t, rows, phi):
+    _phi_jac(data, work, q, t, rows, phi, work.nothing, True, False)
 
 
 @nb.njit(**_WRAP)
 def natural_phi_q(data, work, q, t, rows, values):
-    _time(data, work, t)
-    _phi_q_w(_ents(data, work, work.ent, work.stamp), _next_mark(work), data.con_kind,
-             data.con_fn, data.jac_indptr, data.jc_start, data.jc_slot, data.jc_term, data.jc_pos,
-             data.jac_const, data.ent_alpha, data.ent_beta, work.fval, work.ev, work.g, q, rows,
-             values)
+    _phi_jac(data, work, q, t, rows, work.nothing, values, False, True)
+
+
+@nb.njit(**_WRAP)
+def natural_phi_and_phi_q(data, work, q, t, rows, phi, values):
+    _phi_jac(data, work, q, t, rows, phi, values, True, True)
 
 
 @nb.njit(**_WORKER)
-def _phi_t_w(E, mark, con_kind, con_fn, fval, ev, q, rows, out):
-    d = E[6]
+def _phi_t_w(E, mark, con_kind, con_fn, fval, q, rows, out):
+    """Phi_t: -f' (LINEAR, DOT); S' e0.e1 - C' T (ANGLE, the only rows that read entities)."""
+    con_ent, d, V = E[0], len(E[6]), E[7]
     for i in range(rows.shape[0]):
         r = rows[i]
         f1 = _f(fval, con_fn[r, 0], 1)
         if con_kind[r] != ANGLE:
             out[i] = -f1
         else:
-            _load(E, r, q, True, mark, ev)
-            out[i] = f1 * _dot(ev, 0, ev, 1, d) - _f(fval, con_fn[r, 1], 1) * _triple(
-                ev, 0, ev, 1, ev, 2, d)
+            _ensure(E, r, q, True, mark)
+            e0, e1, e2 = con_ent[r, 0], con_ent[r, 1], con_ent[r, 2]
+            out[i] = f1 * _dot(V, e0, V, e1, d) - _f(fval, con_fn[r, 1], 1) * _triple(
+                V, e0, V, e1, V, e2, d)
 
 
 @nb.njit(**_WRAP)
 def natural_phi_t(data, work, q, t, rows, out):
     _time(data, work, t)
     _phi_t_w(_ents(data, work, work.ent, work.stamp), _next_mark(work), data.con_kind,
-             data.con_fn, work.fval, work.ev, q, rows, out)
+             data.con_fn, work.fval, q, rows, out)
 
 
 @nb.njit(**_WORKER)
-def _gamma_w(E, Ed, mark, con_kind, con_fn, fval, ev, ed, q, qd, rows, out):
+def _gamma_w(E, Ed, mark, con_kind, con_fn, fval, q, qd, rows, out):
     """gamma per row.
 
     LINEAR: f''. DOT: -2 e0'.e1' + f''. ANGLE (Phi = S D - C T, D = e0.e1):
     -(S'' D + 2 S' D' + 2 S e0'.e1' - C'' T - 2 C' T' - C T''_v), where T''_v is the part of T''
     without second derivatives: 2 e0' x e1' (2-D) or 2[(e0'xe1').e2 + (e0'xe1).e2' + (e0xe1').e2']
-    (3-D).
+    (3-D). Entity rates from ``Ed`` (all at once or lazily, see :func:`_prepare`); entity values
+    only for ANGLE rows, lazily.
     """
-    d = E[6]
+    con_ent, d, V, W = E[0], len(E[6]), E[7], Ed[7]
+    lazy = _prepare(Ed, rows, qd, False)
     for i in range(rows.shape[0]):
         r = rows[i]
         kind = con_kind[r]
@@ -261,25 +319,27 @@ def _gamma_w(E, Ed, mark, con_kind, con_fn, fval, ev, ed, q, qd, rows, out):
         if kind == LINEAR:
             out[i] = f2
             continue
-        _load(Ed, r, qd, False, mark, ed)
+        if lazy:
+            _ensure(Ed, r, qd, False, mark)
+        a, b, c = con_ent[r, 0], con_ent[r, 1], con_ent[r, 2]
         if kind == DOT:
-            out[i] = -2.0 * _dot(ed, 0, ed, 1, d) + f2
+            out[i] = -2.0 * _dot(W, a, W, b, d) + f2
             continue
-        _load(E, r, q, True, mark, ev)
+        _ensure(E, r, q, True, mark)
         S, S1, S2 = fval[con_fn[r, 0], 0], fval[con_fn[r, 0], 1], f2
         C, C1, C2 = fval[con_fn[r, 1], 0], fval[con_fn[r, 1], 1], fval[con_fn[r, 1], 2]
-        D = _dot(ev, 0, ev, 1, d)
-        Dd = _dot(ed, 0, ev, 1, d) + _dot(ev, 0, ed, 1, d)
-        T = _triple(ev, 0, ev, 1, ev, 2, d)
+        D = _dot(V, a, V, b, d)
+        Dd = _dot(W, a, V, b, d) + _dot(V, a, W, b, d)
+        T = _triple(V, a, V, b, V, c, d)
         if d == 2:
-            Td = _triple(ed, 0, ev, 1, ev, 2, d) + _triple(ev, 0, ed, 1, ev, 2, d)
-            Tv = 2.0 * _triple(ed, 0, ed, 1, ev, 2, d)
+            Td = _triple(W, a, V, b, V, c, d) + _triple(V, a, W, b, V, c, d)
+            Tv = 2.0 * _triple(W, a, W, b, V, c, d)
         else:
-            Td = (_triple(ed, 0, ev, 1, ev, 2, d) + _triple(ev, 0, ed, 1, ev, 2, d)
-                  + _triple(ev, 0, ev, 1, ed, 2, d))
-            Tv = 2.0 * (_triple(ed, 0, ed, 1, ev, 2, d) + _triple(ed, 0, ev, 1, ed, 2, d)
-                        + _triple(ev, 0, ed, 1, ed, 2, d))
-        out[i] = -(S2 * D + 2.0 * S1 * Dd + 2.0 * S * _dot(ed, 0, ed, 1, d)
+            Td = (_triple(W, a, V, b, V, c, d) + _triple(V, a, W, b, V, c, d)
+                  + _triple(V, a, V, b, W, c, d))
+            Tv = 2.0 * (_triple(W, a, W, b, V, c, d) + _triple(W, a, V, b, W, c, d)
+                        + _triple(V, a, W, b, W, c, d))
+        out[i] = -(S2 * D + 2.0 * S1 * Dd + 2.0 * S * _dot(W, a, W, b, d)
                    - C2 * T - 2.0 * C1 * Td - C * Tv)
 
 
@@ -287,8 +347,7 @@ def _gamma_w(E, Ed, mark, con_kind, con_fn, fval, ev, ed, q, qd, rows, out):
 def natural_gamma(data, work, q, qd, t, rows, out):
     _time(data, work, t)
     _gamma_w(_ents(data, work, work.ent, work.stamp), _ents(data, work, work.entd, work.stampd),
-             _next_mark(work), data.con_kind, data.con_fn, work.fval, work.ev, work.ed, q, qd,
-             rows, out)
+             _next_mark(work), data.con_kind, data.con_fn, work.fval, q, qd, rows, out)
 
 
 @nb.njit(**_WRAP)
@@ -325,9 +384,10 @@ def _entity_value(ent_const, ent_start, ent_block, ent_alpha, ent_beta, d, e, q,
 
 
 @nb.njit(**_WORKER)
-def _forces_w(d, ec, es, eb, ea, ebt, gravity_q, pf_ent, pf_fn, pf_frame, pf_axes, sp_ent, sp_k,
-              sp_c, sp_l0, sp_fn, jf_ent, jf_kind, jf_fn, fval, ev, ed, g, q, qd, out):
+def _forces_w(dims, ec, es, eb, ea, ebt, gravity_q, pf_ent, pf_fn, pf_frame, pf_axes, sp_ent,
+              sp_k, sp_c, sp_l0, sp_fn, jf_ent, jf_kind, jf_fn, fval, ev, ed, g, q, qd, out):
     """Q = gravity + point forces + spring-dampers (+ actuators) + joint forces."""
+    d = len(dims)
     out[:] = gravity_q
     for i in range(pf_ent.shape[0]):
         for k in range(d):
@@ -380,7 +440,7 @@ def _forces_w(d, ec, es, eb, ea, ebt, gravity_q, pf_ent, pf_fn, pf_frame, pf_axe
 @nb.njit(**_WRAP)
 def natural_forces(data, work, q, qd, t, out):
     _time(data, work, t)
-    _forces_w(data.dim, data.ent_const, data.ent_start, data.ent_block, data.ent_alpha,
+    _forces_w(data.dims, data.ent_const, data.ent_start, data.ent_block, data.ent_alpha,
               data.ent_beta, data.gravity_q, data.pf_ent, data.pf_fn, data.pf_frame, data.pf_axes,
               data.sp_ent, data.sp_k, data.sp_c, data.sp_l0, data.sp_fn, data.jf_ent, data.jf_kind,
               data.jf_fn, work.fval, work.ev, work.ed, work.g, q, qd, out)
@@ -399,6 +459,16 @@ def _ov_phi(data, work, q, t, rows, phi):
 def _ov_phi_q(data, work, q, t, rows, values):
     if protocol.is_type(data, NaturalData):
         return lambda data, work, q, t, rows, values: natural_phi_q(data, work, q, t, rows, values)
+
+
+protocol.FUSED_PHI_AND_PHI_Q.add(NaturalData)
+
+
+@overload(protocol.calc_phi_and_phi_q, jit_options=_JIT, inline="always")
+def _ov_phi_and_phi_q(data, work, q, t, rows, phi, values):
+    if protocol.is_type(data, NaturalData):
+        return lambda data, work, q, t, rows, phi, values: natural_phi_and_phi_q(
+            data, work, q, t, rows, phi, values)
 
 
 @overload(protocol.calc_phi_t, jit_options=_JIT, inline="always")
