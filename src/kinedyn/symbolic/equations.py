@@ -162,8 +162,22 @@ def _vec(v, tol):
     return sp.Matrix([_num(x, tol) for x in v])
 
 
+class BodyPoints:
+    """World points of bodies for a planar or spatial equation set (its ``model``, ``tol``,
+    ``body_origin[b]`` and ``body_R[b]``): origin + R · exact local coordinates."""
+
+    def point(self, b: int, local) -> sp.Matrix:
+        return self.body_origin[b] + self.body_R[b] * _vec(local, self.tol)
+
+    def joint_point(self, j: int, side: str) -> sp.Matrix:
+        m = self.model
+        body = int((m.joint_body_a if side == "a" else m.joint_body_b)[j])
+        p = int((m.joint_point_a if side == "a" else m.joint_point_b)[j])
+        return self.point(body, m.point_local[p])
+
+
 @dataclass
-class PlanarEquations(ConstraintSystem):
+class PlanarEquations(ConstraintSystem, BodyPoints):
     """A planar model's constraints plus every body's pose as functions of q (for dynamics).
 
     body_angle[b] (expr), body_R[b] (2x2), body_origin[b] (2x1); ``model`` the compiled model.
@@ -174,15 +188,6 @@ class PlanarEquations(ConstraintSystem):
     body_R: list = field(default_factory=list)
     body_origin: list = field(default_factory=list)
     tol: float = 1e-12
-
-    def point(self, b: int, local) -> sp.Matrix:
-        return self.body_origin[b] + self.body_R[b] * _vec(local, self.tol)
-
-    def joint_point(self, j: int, side: str) -> sp.Matrix:
-        m = self.model
-        body = int((m.joint_body_a if side == "a" else m.joint_body_b)[j])
-        p = int((m.joint_point_a if side == "a" else m.joint_point_b)[j])
-        return self.point(body, m.point_local[p])
 
     def joint_coordinate(self, j: int, component: int) -> sp.Expr:
         """Revolute angle (component 0) or prismatic displacement, as the natural formulation

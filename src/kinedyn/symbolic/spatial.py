@@ -37,21 +37,13 @@ from ..errors import ModelError
 from ..model.compiled import DRIVER_CODE, FRAME_CODE, JOINT_CODE, CompiledModel
 from ..model.rotations import euler_to_matrix, matrix_to_euler
 from ..model import tape as _tape
-from .equations import T, ConstraintSystem, Coordinate, _assemble_free, choose_independent
-from .rational import rationalise
+from .equations import (T, BodyPoints, ConstraintSystem, Coordinate, _assemble_free, _num, _vec,
+                        choose_independent)
 
 SEQUENCE = "ZYX"   # absolute bodies and tree spherical joints: the thesis's 3-2-1 angles
 
 
 # ---- exact data ---------------------------------------------------------------------------------
-def _num(x, tol):
-    return rationalise(float(x), tol)
-
-
-def _vec(v, tol):
-    return sp.Matrix([_num(x, tol) for x in v])
-
-
 def rational_unit(v, tol: float = 1e-12) -> sp.Matrix:
     """A rational vector of exactly unit length within ~tol of the direction of ``v``
     (stereographic projection from the pole opposite to v's largest component)."""
@@ -128,7 +120,7 @@ def tape_expr(model: CompiledModel, fid: int) -> sp.Expr:
 
 # ---- the equations ------------------------------------------------------------------------------
 @dataclass
-class SpatialEquations(ConstraintSystem):
+class SpatialEquations(ConstraintSystem, BodyPoints):
     """A spatial model's constraints plus every body's pose as functions of q (for dynamics).
 
     body_R[b] (3x3), body_origin[b] (3x1), body_omega[b] (3 x n_q): world angular-velocity
@@ -141,15 +133,6 @@ class SpatialEquations(ConstraintSystem):
     joint_coordinates: dict = field(default_factory=dict)
     tol: float = 1e-12
     reduce_knowns: bool = True   # plan option: intermediate-variable reduction (see make_plan)
-
-    def point(self, b: int, local) -> sp.Matrix:
-        return self.body_origin[b] + self.body_R[b] * _vec(local, self.tol)
-
-    def joint_point(self, j: int, side: str) -> sp.Matrix:
-        m = self.model
-        body = int((m.joint_body_a if side == "a" else m.joint_body_b)[j])
-        p = int((m.joint_point_a if side == "a" else m.joint_point_b)[j])
-        return self.point(body, m.point_local[p])
 
     def joint_coordinate(self, j: int, component: int) -> sp.Expr:
         """A tree joint's angle (component 0) or displacement (component 1) as a coordinate;
