@@ -345,7 +345,13 @@ def planar_coordinates(model: CompiledModel, absolute=(), independent=None,
             names.append(f"joint {jn}: length")
     eqs.coordinates, eqs.phi, eqs.constraint_names = tuple(coords), tuple(sp.expand(e) for e in phi), tuple(names)
     eqs.q0 = np.array(q0)
-    inputs = _driver_inputs(eqs, tol)
+    return assemble(eqs, _driver_inputs(eqs, tol), independent)
+
+
+def assemble(eqs: ConstraintSystem, inputs: dict, independent=None) -> ConstraintSystem:
+    """Finish a derived equation set: the independent coordinates (given by name, else the
+    driven ones, else chosen at the assembled configuration, thesis §3.3.1), the initial
+    configuration assembled from ``eqs.q0`` with the inputs held, and the dof check."""
     if independent is not None:
         eqs.independent = tuple(eqs.index(n) for n in independent)
     elif inputs:
@@ -361,9 +367,9 @@ def planar_coordinates(model: CompiledModel, absolute=(), independent=None,
         eqs.q0 = _assemble_free(eqs)
         eqs.independent = choose_independent(eqs, eqs.q0)
     if len(eqs.independent) != eqs.n_q - eqs.n_c:
-        raise ModelError(f"{model.name}: {eqs.n_q} coordinates and {eqs.n_c} constraints leave "
-                         f"{eqs.n_q - eqs.n_c} degrees of freedom, but {len(eqs.independent)} "
-                         "coordinates are independent (drivers)")
+        raise ModelError(f"{eqs.model.name}: {eqs.n_q} coordinates and {eqs.n_c} constraints "
+                         f"leave {eqs.n_q - eqs.n_c} degrees of freedom, but "
+                         f"{len(eqs.independent)} coordinates are independent (drivers)")
     return eqs
 
 

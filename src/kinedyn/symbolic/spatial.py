@@ -37,8 +37,7 @@ from ..errors import ModelError
 from ..model.compiled import DRIVER_CODE, FRAME_CODE, JOINT_CODE, CompiledModel
 from ..model.rotations import euler_to_matrix, matrix_to_euler
 from ..model import tape as _tape
-from .equations import (T, BodyPoints, ConstraintSystem, Coordinate, _assemble_free, _num, _vec,
-                        choose_independent)
+from .equations import T, BodyPoints, ConstraintSystem, Coordinate, _num, _vec, assemble
 
 SEQUENCE = "ZYX"   # absolute bodies and tree spherical joints: the thesis's 3-2-1 angles
 
@@ -239,25 +238,7 @@ def spatial_coordinates(model: CompiledModel, absolute=(), independent=None,
     phi, names = _cut_constraints(model, eqs, set(parent_joint.values()), tol)
     eqs.coordinates, eqs.phi, eqs.constraint_names = tuple(coords), tuple(phi), tuple(names)
     eqs.q0 = np.array(q0)
-    inputs = _inputs(eqs)
-    if independent is not None:
-        eqs.independent = tuple(eqs.index(nm) for nm in independent)
-    elif inputs:
-        eqs.independent = tuple(sorted(inputs))
-    eqs.inputs = inputs
-    if eqs.independent:
-        q = eqs.q0.copy()
-        for i, f in inputs.items():
-            q[i] = float(f.subs(T, 0))
-        eqs.q0 = eqs.solve_newton(q)[0]
-    else:
-        eqs.q0 = _assemble_free(eqs)
-        eqs.independent = choose_independent(eqs, eqs.q0)
-    if len(eqs.independent) != eqs.n_q - eqs.n_c:
-        raise ModelError(f"{model.name}: {eqs.n_q} coordinates and {eqs.n_c} constraints leave "
-                         f"{eqs.n_q - eqs.n_c} degrees of freedom, but {len(eqs.independent)} "
-                         "coordinates are independent (drivers)")
-    return eqs
+    return assemble(eqs, _inputs(eqs), independent)
 
 
 def _euler_axes(R_parent, ang):
