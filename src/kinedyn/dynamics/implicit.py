@@ -17,14 +17,19 @@ with ``alpha in [-1/3, 0]`` (numerical damping of high frequencies), ``gamma = (
     [[M - (1 + alpha) (beta h^2 K + gamma h C), (1 + alpha) Phi_q^T], [Phi_q, 0]],
     K = dQ/dq, C = dQ/dqd (finite differences),
 
-is formed once per step (modified Newton), so a stiff spring-damper converges with steps far
+is formed and LU-factorised once per step (modified Newton; one LAPACK ``dgetrf``, then a
+``dgetrs`` per iteration), so a stiff spring-damper converges with steps far
 beyond the explicit stability limit. With redundant constraints ``Phi_q`` loses rank and the
 iteration matrix is singular; every constraint is then kept and each Newton update is the
 minimum-norm least-squares solution (the multipliers are not unique, the motion is).
 
 After each step the velocities are projected onto ``Phi_q qd + Phi_t = 0`` (least change in
-the M-metric), which HHT-I3 alone leaves to drift at O(h^2). The whole run is compiled; per step it costs a dense factorisation of size n_q + n_c (this method
-is for stiff and redundant models, not for the fastest real-time runs).
+the M-metric), which HHT-I3 alone leaves to drift at O(h^2). The whole run is compiled; per
+step it costs a dense factorisation of size n_q + n_c (this method is for stiff and redundant
+models, not for the fastest real-time runs). ``K`` and ``C`` are differenced only in the
+coordinates the forces depend on (:func:`force_coordinates`: in natural coordinates gravity
+and world-frame point forces are constant, so only springs, joint forces and body-frame forces
+contribute columns); the other columns are exactly zero.
 """
 from __future__ import annotations
 
@@ -37,6 +42,7 @@ import numpy as np
 from .._unmanaged import unmanaged
 from ..formulations import protocol
 from ..kinematics import kernels as K
+from ..linalg.lapack import dgetrf, dgetrs
 
 
 class HHTData(NamedTuple):
@@ -50,6 +56,7 @@ class HHTData(NamedTuple):
     max_iter: int
     least_squares: bool    # redundant constraints: minimum-norm Newton updates
     fd_step: float         # finite-difference step of K and C
+    fd_cols: np.ndarray    # (k,) coordinates Q depends on: the columns of K and C differenced
 
 
 class HHTWork(NamedTuple):
@@ -70,6 +77,9 @@ class HHTWork(NamedTuple):
     a_n: np.ndarray        # (n,) accelerations of the last step
     lam: np.ndarray        # (m,)
     f_n: np.ndarray        # (n,) (Phi_q^T lam - Q) of the last step
+    ipiv: np.ndarray       # (n + m,) int32 LU pivots of A
+    ints: np.ndarray       # [n + m, n + m, 1, info] int32 (LAPACK sizes)
+    trans: np.ndarray      # 'T': A is stored row-major, i.e. LAPACK factorises A^T
 
 
 @nb.njit(cache=True, nogil=True)
@@ -99,11 +109,37 @@ def _inverse(A, least_squares):
 
 
 @nb.njit(cache=True, nogil=True)
+def _lu_factor(A, ipiv, ints):
+    """LU of the row-major A in place (LAPACK sees A^T); returns LAPACK's info."""
+    dgetrf(ints[0:].ctypes, ints[0:].ctypes, A.ctypes, ints[0:].ctypes, ipiv.ctypes,
+           ints[3:].ctypes)
+    return ints[3]
+
+
+@nb.njit(cache=True, nogil=True)
+def _lu_solve(A, ipiv, ints, trans, r):
+    """r <- A^-1 r with the factor of :func:`_lu_factor` (transposed solve of A^T)."""
+    dgetrs(trans.ctypes, ints[0:].ctypes, ints[2:].ctypes, A.ctypes, ints[0:].ctypes,
+           ipiv.ctypes, r.ctypes, ints[0:].ctypes, ints[3:].ctypes)
+
+
+@nb.njit(cache=True, nogil=True)
+def _jt_lam_minus(indptr, indices, rows, jac, lam, Q, out):
+    """out = Phi_q^T lam - Q from the sparse Jacobian values."""
+    for i in range(out.shape[0]):
+        out[i] = -Q[i]
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        li = lam[i]
+        for p in range(indptr[r], indptr[r + 1]):
+            out[indices[p]] += jac[p] * li
+
+
+@nb.njit(cache=True, nogil=True)
 def _constraint_force(s, w, q, t, out):
     """out = Phi_q(q)^T lam - Q, with Q evaluated at (w.q, w.qd) by the caller into w.Q."""
     protocol.calc_phi_q(s.form, w.form, q, t, s.rows, w.jac)
-    _dense_jacobian(s.form.jac_indptr, s.form.jac_indices, s.rows, w.jac, w.Jd)
-    out[:] = w.Jd.T @ w.lam - w.Q
+    _jt_lam_minus(s.form.jac_indptr, s.form.jac_indices, s.rows, w.jac, w.lam, w.Q, out)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -116,7 +152,8 @@ def _iteration_matrix(s, w, t, h):
     A[:n, :n] = w.M
     protocol.calc_forces(s.form, w.form, w.q, w.qd, t, w.Q)
     eps = s.fd_step
-    for j in range(n):  # K and C by forward differences, column j
+    for jj in range(s.fd_cols.shape[0]):  # K and C by forward differences, column j
+        j = s.fd_cols[jj]
         keep = w.q[j]
         w.q[j] = keep + eps
         protocol.calc_forces(s.form, w.form, w.q, w.qd, t, w.Qp)
@@ -152,7 +189,13 @@ def _step(s, w, q0, qd0, t, h):
     w.a[:] = w.a_n
     _newmark(s, w, q0, qd0, h)
     _iteration_matrix(s, w, t1, h)
-    Ainv = _inverse(w.A, s.least_squares)  # modified Newton: one factorisation per step
+    # modified Newton: one factorisation per step (pseudo-inverse with redundant constraints)
+    if s.least_squares:
+        Ainv = _inverse(w.A, True)
+    else:
+        Ainv = w.A
+        if _lu_factor(w.A, w.ipiv, w.ints) != 0:
+            return K.SINGULAR
     scale = s.beta * h * h
     for it in range(s.max_iter + 1):
         _newmark(s, w, q0, qd0, h)
@@ -171,7 +214,11 @@ def _step(s, w, q0, qd0, t, h):
         err = K.max_abs(w.phi)
         if err != err or err > 1e6:
             return K.LOST
-        d = Ainv @ r
+        if s.least_squares:
+            d = Ainv @ r
+        else:
+            _lu_solve(w.A, w.ipiv, w.ints, w.trans, r)
+            d = r
         dq = 0.0
         for i in range(n):
             w.a[i] += d[i]
@@ -226,6 +273,22 @@ def hht_run(s_, w_, q, qd, t0, h, n_steps, record_every, out):
     return 0, n_steps
 
 
+def force_coordinates(data, n_q: int) -> np.ndarray:
+    """Coordinates the generalised forces Q(q, qd) can depend on (columns of K = dQ/dq and
+    C = dQ/dqd): in natural coordinates those of the entities of spring-dampers, joint forces
+    and the axes of body-frame point forces (gravity and world-frame point forces do not depend
+    on the state); every coordinate for other formulations."""
+    if not hasattr(data, "sp_ent"):
+        return np.arange(n_q, dtype=np.int64)
+    ents = [int(e) for e in data.sp_ent] + [int(e) for e in data.jf_ent.ravel() if e >= 0]
+    ents += [int(e) for i in range(len(data.pf_frame)) if data.pf_frame[i] == 1
+             for e in data.pf_axes[i] if e >= 0]
+    d = data.dim
+    cols = {d * int(data.ent_block[t]) + k for e in ents
+            for t in range(data.ent_start[e], data.ent_start[e + 1]) for k in range(d)}
+    return np.array(sorted(cols), np.int64)
+
+
 class HHT:
     """Set-up and run of the HHT-I3 method for a :class:`~kinedyn.dynamics.Dynamics`."""
 
@@ -240,12 +303,15 @@ class HHT:
         rows = np.arange(f.n_c, dtype=np.int64) if least_squares else dyn.rows
         n, m = f.n_q, len(rows)
         self.data = HHTData(f.data, rows, n, alpha, (1 - alpha) ** 2 / 4, (1 - 2 * alpha) / 2,
-                            min(dyn.tol * 100, 1e-10), dyn.max_iter, least_squares, 1e-7)
+                            min(dyn.tol * 100, 1e-10), dyn.max_iter, least_squares, 1e-7,
+                            force_coordinates(f.data, n))
         self.work = HHTWork(f.make_work(), dyn._mass(q), np.zeros((n, n)), np.zeros((n, n)),
                             np.zeros(len(f.data.jac_indices)), np.zeros((m, n)),
                             np.zeros((n + m, n + m)), np.zeros(n + m), np.zeros(m),
                             np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
-                            np.zeros(n), np.zeros(m), np.zeros(n))
+                            np.zeros(n), np.zeros(m), np.zeros(n), np.zeros(n + m, np.int32),
+                            np.array([n + m, n + m, 1, 0], np.int32),
+                            np.array([ord("T")], np.uint8))
         _dense_mass(f.data.mass_indptr, f.data.mass_indices, self.work.mass_values, self.work.M)
         self.work.Minv[:] = np.linalg.inv(self.work.M)
         self.q, self.qd, self.t = q.copy(), qd.copy(), float(t)

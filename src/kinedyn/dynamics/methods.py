@@ -290,6 +290,7 @@ class PartitionedWork(NamedTuple):
     qd: np.ndarray
     y: np.ndarray           # full state [q; qd] for the index-1 evaluation
     ydot: np.ndarray
+    last: np.ndarray        # [time of the last completed state, 1 if the solver holds its factor]
 
 
 @nb.njit(cache=True, nogil=True)
@@ -300,21 +301,51 @@ def _scatter_independent(ind, n, y, q, qd):
         qd[ind[k]] = y[ni + k]
 
 
+@nb.njit(cache=True, nogil=True)
+def _extrapolate(cols, h, q, qd):
+    for i in range(cols.shape[0]):
+        q[cols[i]] += h * qd[cols[i]]
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
 def _complete_state(system, work, y, t):
-    """Dependent positions (Newton) and velocities from the independent state y."""
+    """Dependent positions and velocities from the independent state y.
+
+    Positions by chord iterations with the factor of the dependent block held from the last
+    completed state (:func:`kinedyn.kinematics.kernels.position_tracking`: one factorisation
+    per call, at the solution, which the velocity problem then uses), from the last dependent
+    coordinates extrapolated to ``t`` with their velocities; Newton-Raphson when no factor is
+    held (the first call, after a failure). Inlined (one exit): a real call copied the method's
+    NamedTuples by value, which cost more than the four-bar's arithmetic."""
     aug = system.aug
     n = aug.n_q
     _scatter_independent(system.independent, n, y, work.q, work.qd)
-    st, it, err = K.position(aug.form, work.aug.form, system.dep_solver, work.dep_solver,
-                             system.plan, work.plan, work.q, t, system.tol, system.max_iter,
-                             False)
+    if work.last[1] != 0.0:
+        _extrapolate(system.plan.cols, t - work.last[0], work.q, work.qd)
+        st, it, err = K.position_tracking(aug.form, work.aug.form, system.dep_solver,
+                                          work.dep_solver, system.plan, work.plan, work.q, t,
+                                          system.tol, system.max_iter, False)
+    else:
+        st, it, err = K.position(aug.form, work.aug.form, system.dep_solver, work.dep_solver,
+                                 system.plan, work.plan, work.q, t, system.tol, system.max_iter,
+                                 False)
     if st != 0:
-        return st
-    K.velocity(aug.form, work.aug.form, system.dep_solver, work.dep_solver, system.plan,
-               work.plan, work.q, work.qd, t)
-    work.y[:n] = work.q
-    work.y[n:] = work.qd
-    return 0
+        work.last[1] = 0.0
+    else:
+        work.last[0] = t
+        work.last[1] = 1.0
+        K.velocity(aug.form, work.aug.form, system.dep_solver, work.dep_solver, system.plan,
+                   work.plan, work.q, work.qd, t)
+        _join(work.q, work.qd, work.y)
+    return st
+
+
+@nb.njit(cache=True, nogil=True)
+def _join(q, qd, y):
+    n = q.shape[0]
+    for i in range(n):
+        y[i] = q[i]
+        y[n + i] = qd[i]
 
 
 @nb.njit(cache=True, nogil=True)
@@ -325,19 +356,19 @@ def _gather_independent(ind, n, full_dot, ydot):
         ydot[ni + k] = full_dot[n + ind[k]]
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
 def _partitioned_derivative(system, work, y, t, ydot):
-    st = _complete_state_c(system, work, y, t)
-    if st != 0:
-        return st
-    st = protocol.calc_state_derivative(system.aug, work.aug, work.y, t, work.ydot)
-    if st != 0:
-        return st
-    _gather_independent(system.independent, system.aug.n_q, work.ydot, ydot)
-    return 0
+    st = _complete_state(system, work, y, t)
+    if st == 0:  # (one exit: inlined)
+        st = protocol.calc_state_derivative(system.aug, work.aug, work.y, t, work.ydot)
+    if st == 0:
+        _gather_independent(system.independent, system.aug.n_q, work.ydot, ydot)
+    return st
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
 def _partitioned_record(system, work, y, t, out):
-    _complete_state_c(system, work, y, t)
+    _complete_state(system, work, y, t)
     out[:] = work.y
 
 
@@ -357,20 +388,23 @@ def influence(system, work):
     return worst
 
 
-def _partitioned_post(system, work, y, t):
-    st = _complete_state_c(system, work, y, t)
-    if st != 0:
-        return st
-    if _influence_c(system, work) > system.influence_limit:
-        return REPARTITION
-    return 0
-
-
-_complete_state_c = nb.njit(cache=True, nogil=True)(_complete_state)
-complete_state = _complete_state_c
 _influence_c = nb.njit(cache=True, nogil=True)(influence)
 influence = _influence_c
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _partitioned_post(system, work, y, t):
+    st = _complete_state(system, work, y, t)
+    if st == 0 and _influence_c(system, work) > system.influence_limit:
+        st = REPARTITION
+    return st
+
+
+@nb.njit(cache=True, nogil=True)
+def complete_state(system, work, y, t):
+    """:func:`_complete_state` callable from Python (the adaptive reference integrator)."""
+    return _complete_state(system, work, y, t)
+
+
 protocol.implement_ode(Partitioned, _partitioned_derivative, post=_partitioned_post,
-                       record=_partitioned_record)
+                       record=_partitioned_record, inline="always")

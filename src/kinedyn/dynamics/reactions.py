@@ -252,11 +252,14 @@ class ReactionSolver:
                 load(a, pb, -value * axis)
 
 
-def reactions(f, times, Q, QD, QDD, actuators: dict | None = None) -> tuple[dict, np.ndarray]:
+def reactions(f, times, Q, QD, QDD, actuators: dict | None = None,
+              reference: bool = False) -> tuple[dict, np.ndarray]:
     """Reaction and effort channels along a trajectory, and the per-step equation residual
     (``actuators``: see :class:`ReactionSolver`; their efforts are ``effort.<joint>``).
-    Relative coordinates compute them from their multipliers and a backward pass
-    (:mod:`.relative_reactions`)."""
+    The equations of every sample are assembled and solved in one compiled call
+    (:mod:`.reactions_kernel`); ``reference=True`` uses :meth:`ReactionSolver.solve_step`
+    (NumPy, per sample) instead. Relative coordinates compute them from their multipliers and a
+    backward pass (:mod:`.relative_reactions`)."""
     if getattr(f, "name", "") == "relative":
         if actuators is not None:
             raise ModelError("actuated joints instead of drivers (inverse dynamics, holding "
@@ -270,9 +273,17 @@ def reactions(f, times, Q, QD, QDD, actuators: dict | None = None) -> tuple[dict
     P, PV = f.point_trajectory(Q, QD)
     X = np.zeros((len(times), solver.n_unknown))
     residual = np.zeros(len(times))
-    for k, t in enumerate(times):
-        F = m.functions.evaluate(t) if len(m.functions) else np.zeros((0, 3))
-        X[k], residual[k] = solver.solve_step(motion, k, P, PV, F)
+    if reference:
+        for k, t in enumerate(times):
+            F = m.functions.evaluate(t) if len(m.functions) else np.zeros((0, 3))
+            X[k], residual[k] = solver.solve_step(motion, k, P, PV, F)
+    else:
+        from .reactions_kernel import reaction_run, tables
+        n, nb = len(times), m.n_body
+        c = np.ascontiguousarray
+        reaction_run(tables(solver), c(times, float), c(motion["R"]), c(motion["com"]),
+                     c(motion["com_dd"]), c(motion["omega"]).reshape(n, nb, solver.nt),
+                     c(motion["alpha"]).reshape(n, nb, solver.nt), c(P), c(PV), X, residual)
     out = {}
     fl = "xyz"[:d]
     tl = ["z"] if d == 2 else list("xyz")

@@ -1,0 +1,116 @@
+"""Fast paths of the dynamics methods against the paths they replace: the dense small-system
+Schur evaluation, the finite differences of index3 restricted to the coordinates the forces
+depend on, and partitioning's chord iterations with a held factor."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import kinedyn
+from kinedyn.dynamics import Dynamics, schur
+from kinedyn.dynamics.implicit import HHT, force_coordinates
+from kinedyn.dynamics.integrators import eval_state_derivative
+
+from .models import loaded_planar, stiff_hanger
+
+
+def _schur_pair(dyn, project=True):
+    f = dyn.f
+    out = []
+    for dense in (True, False):
+        s = schur.build(f.data, f.mass_dense, dyn.rows, project=project, dense=dense)
+        out.append((s, schur.make_work(s, f.make_work())))
+    return out
+
+
+@pytest.mark.parametrize("model", ["double-pendulum", "four-bar", "slider-crank"])
+def test_dense_path_is_chosen_and_matches_the_sparse_one(model):
+    """Small systems take the dense path automatically; its state derivative (accelerations and
+    multipliers) equals the sparse Cholesky's to round-off along a run."""
+    m = kinedyn.models.get(model).compile()
+    dyn = Dynamics(m, method="projection")
+    assert dyn.system.dense and dyn.f.n_q <= schur.DENSE_MAX
+    (sd, wd), (ss, ws) = _schur_pair(dyn)
+    assert not ss.dense
+    res = dyn.simulate(t_end=0.3, dt=1e-3, record_every=30)
+    for k, t in enumerate(res.time):
+        y = np.concatenate([res.q[k], res.qd[k] + 0.3 * np.sin(np.arange(dyn.f.n_q) + k)])
+        a, b = np.zeros_like(y), np.zeros_like(y)
+        assert eval_state_derivative(sd, wd, y, t, a) == 0
+        assert eval_state_derivative(ss, ws, y, t, b) == 0
+        scale = np.abs(b).max()
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12 * scale)
+        np.testing.assert_allclose(wd.lam, ws.lam, rtol=0, atol=1e-12 * np.abs(ws.lam).max())
+
+
+@pytest.mark.parametrize("method", ["augmented", "projection"])
+def test_dense_run_matches_sparse_run(method):
+    """Whole RK4 runs (with the projection's quasi-Newton corrections) agree to round-off, and
+    the projection closes positions and velocities to its tolerance."""
+    m = kinedyn.models.get("four-bar").compile()
+    dyn = Dynamics(m, method=method)
+    runs = []
+    for s, w in _schur_pair(dyn, project=method == "projection"):
+        dyn.system, dyn.sys_work = s, w
+        dyn.y = np.concatenate([dyn.q_initial, dyn.qd_initial])
+        runs.append(dyn.simulate(t_end=2.0, dt=1e-3, record_every=50))
+    np.testing.assert_allclose(runs[0].q, runs[1].q, rtol=0, atol=1e-11)
+    np.testing.assert_allclose(runs[0].qd, runs[1].qd, rtol=0, atol=1e-10)
+    if method == "projection":
+        for r in runs:
+            assert r.summary["max_residual"]["position"] <= 1e-12
+            assert r.summary["max_residual"]["velocity"] <= 1e-12
+        assert runs[0].summary["energy"]["max_relative_drift"] < 1e-7
+
+
+def test_dense_path_reports_a_singular_configuration():
+    """A rank-deficient J (two copies of one constraint row) fails the pivot test on both paths."""
+    m = kinedyn.models.get("double-pendulum").compile()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dyn = Dynamics(m, method="augmented")
+    rows = np.array([dyn.rows[0], dyn.rows[0]])
+    y = np.concatenate([dyn.q_initial, dyn.qd_initial])
+    for dense in (True, False):
+        s = schur.build(dyn.f.data, dyn.f.mass_dense, rows, dense=dense)
+        assert eval_state_derivative(s, schur.make_work(s, dyn.f.make_work()), y, 0.0,
+                                     np.zeros_like(y)) != 0
+
+
+def test_force_coordinates():
+    """Gravity-only models need no K, C columns; a spring-damper's are its points' coordinates."""
+    four = Dynamics(kinedyn.models.get("four-bar").compile(), method="index3")
+    assert len(four.hht.data.fd_cols) == 0
+    hanger = Dynamics(stiff_hanger().compile(), method="index3")
+    cols = hanger.hht.data.fd_cols
+    assert 0 < len(cols) < hanger.f.n_q   # the spring's point, not the guide's unit vector
+    assert len(force_coordinates(object(), 7)) == 7   # other formulations: every coordinate
+
+
+@pytest.mark.parametrize("make", [stiff_hanger, loaded_planar])
+def test_index3_restricted_differences_match_full_ones(make):
+    """K and C differenced only in the force coordinates give the same run as differencing every
+    coordinate (the other columns are exactly zero)."""
+    m = make().compile()
+    runs = []
+    for full in (False, True):
+        dyn = Dynamics(m, method="index3", hht_alpha=-0.2)
+        if full:
+            dyn.hht.data = dyn.hht.data._replace(fd_cols=np.arange(dyn.f.n_q, dtype=np.int64))
+        runs.append(dyn.simulate(t_end=0.2, dt=2e-3))
+    np.testing.assert_allclose(runs[0].q, runs[1].q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(runs[0].qd, runs[1].qd, rtol=0, atol=1e-10)
+
+
+def test_partitioning_chord_iterations_close_and_conserve():
+    """Partitioning with chord iterations from extrapolated dependent coordinates keeps the
+    closure at its tolerance, conserves energy and follows the projection method."""
+    m = kinedyn.models.get("four-bar").compile()
+    p = Dynamics(m, method="partitioning").simulate(t_end=2.0, dt=1e-3, record_every=20)
+    r = Dynamics(m, method="projection").simulate(t_end=2.0, dt=1e-3, record_every=20)
+    assert p.summary["max_residual"]["position"] <= 1e-10
+    assert p.summary["max_residual"]["velocity"] <= 1e-10
+    assert p.summary["energy"]["max_relative_drift"] < 1e-6
+    np.testing.assert_allclose(p.q, r.q, atol=1e-6)
