@@ -307,7 +307,7 @@ def _extrapolate(cols, h, q, qd):
         q[cols[i]] += h * qd[cols[i]]
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(cache=True, nogil=True)
 def _complete_state(system, work, y, t):
     """Dependent positions and velocities from the independent state y.
 
@@ -315,8 +315,8 @@ def _complete_state(system, work, y, t):
     completed state (:func:`kinedyn.kinematics.kernels.position_tracking`: one factorisation
     per call, at the solution, which the velocity problem then uses), from the last dependent
     coordinates extrapolated to ``t`` with their velocities; Newton-Raphson when no factor is
-    held (the first call, after a failure). Inlined (one exit): a real call copied the method's
-    NamedTuples by value, which cost more than the four-bar's arithmetic."""
+    held (the first call, after a failure). (Inlining this and the derivative into the
+    integrators made the RK4 kernel take over 15 minutes to compile: not done.)"""
     aug = system.aug
     n = aug.n_q
     _scatter_independent(system.independent, n, y, work.q, work.qd)
@@ -356,7 +356,7 @@ def _gather_independent(ind, n, full_dot, ydot):
         ydot[ni + k] = full_dot[n + ind[k]]
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(cache=True, nogil=True)
 def _partitioned_derivative(system, work, y, t, ydot):
     st = _complete_state(system, work, y, t)
     if st == 0:  # (one exit: inlined)
@@ -366,7 +366,7 @@ def _partitioned_derivative(system, work, y, t, ydot):
     return st
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(cache=True, nogil=True)
 def _partitioned_record(system, work, y, t, out):
     _complete_state(system, work, y, t)
     out[:] = work.y
@@ -392,7 +392,7 @@ _influence_c = nb.njit(cache=True, nogil=True)(influence)
 influence = _influence_c
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(cache=True, nogil=True)
 def _partitioned_post(system, work, y, t):
     st = _complete_state(system, work, y, t)
     if st == 0 and _influence_c(system, work) > system.influence_limit:
@@ -407,4 +407,4 @@ def complete_state(system, work, y, t):
 
 
 protocol.implement_ode(Partitioned, _partitioned_derivative, post=_partitioned_post,
-                       record=_partitioned_record, inline="always")
+                       record=_partitioned_record)
