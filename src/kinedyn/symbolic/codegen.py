@@ -129,7 +129,8 @@ def count_operations(replacements, reduced) -> dict:
 def build_module(name: str, kernels: list[Kernel], extra: str = "", header: str = ""):
     """Write the kernels (each ``@njit(cache=True)``) plus ``extra`` source to a cached file
     and import it. Returns (module, {kernel name: operation counts})."""
-    parts = ["import math", "import numpy as np", "from numba import njit", header, ""]
+    parts = ["import math", "import numpy as np", "from numba import njit",
+             "from kinedyn._unmanaged import unmanaged", header, ""]
     ops = {}
     for k in kernels:
         src, ops[k.name] = k.source()
