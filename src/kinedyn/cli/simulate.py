@@ -18,7 +18,7 @@ from ..errors import ModelError
 from .common import (add_model_argument, load_system, output_dir, parameters, positive_float,
                      progress_bar)
 
-METHODS = ("augmented", "projection", "partitioning", "penalty", "index3", "hdca")
+METHODS = ("augmented", "projection", "partitioning", "penalty", "index3", "hdca", "embedded")
 INTEGRATORS = ("euler", "semi-implicit-euler", "rk4", "reference")
 
 

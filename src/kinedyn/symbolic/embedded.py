@@ -78,14 +78,18 @@ class EmbeddedDynamics:
     :func:`~.equations.planar_coordinates`);
     independent: coordinate names (default: the first f in traversal order); integrator:
     ``euler`` (thesis) or ``rk4``; initial: {coordinate name: start value} (the dependent
-    ones follow from the plan); qd0: full initial velocities (made consistent); position_solver ``triangular`` | ``blocks`` | ``newton``
-    (the Newton baselines on the same generated code). Plan options go to :func:`make_plan`.
+    ones follow from the plan); qd0: full initial velocities (made consistent); position_solver
+    ``triangular`` | ``blocks`` | ``newton`` (the Newton baselines on the same generated code);
+    blockwise: the per-block evaluation of :mod:`.blockwise` where the plan allows it (else the
+    general block LU); record: ``record(eqs, qd_symbols, q0) -> [(target, expr)]``, outputs
+    generated as ``record_outputs(q, qd, out)`` (the natural-coordinate map of
+    ``Dynamics(method="embedded")``). Plan options go to :func:`make_plan`.
     """
 
     def __init__(self, model: CompiledModel, *, absolute=(), joint_angles=False, cut=(), independent=None,
                  integrator: str = "rk4", position_solver: str = "triangular",
                  tol: float = 1e-12, max_iter: int = 20, initial=None, qd0=None,
-                 blockwise: bool = True, record=None, **plan_options):
+                 blockwise: bool = True, record=None, warm_up: bool = True, **plan_options):
         from .analysis import POSITION_SOLVERS
         if integrator not in INTEGRATORS:
             raise ModelError(f"unknown integrator {integrator!r}; known: {', '.join(INTEGRATORS)}")
@@ -116,7 +120,7 @@ class EmbeddedDynamics:
         Ms = M.xreplace(sub)
         kernels = [Kernel("potential", ("q",), _reads(qs), [("V", V.xreplace(sub))], returns="V")]
         if record is not None:   # extra recorded outputs (e.g. natural coordinates)
-            out = [(t_, e.xreplace(sub)) for t_, e in record(eqs, qd_sym)]
+            out = [(t_, e.xreplace(sub)) for t_, e in record(eqs, qd_sym, self.plan.solve(eqs.q0))]
             kernels.append(Kernel("record_outputs", ("q", "qd", "out"), _reads(qs, qds), out))
         else:
             kernels.append(Kernel("record_outputs", ("q", "qd", "out"), {}, []))
@@ -144,7 +148,8 @@ class EmbeddedDynamics:
         q, qd = self.q_initial.copy(), self.qd_initial.copy()
         mod.complete(q, qd, 0.0, 0, 1e-12, 20)   # consistent dependent velocities
         self.qd_initial = qd
-        self.simulate(0.0, 1e-3, _warm=True)
+        if warm_up:
+            self.simulate(0.0, 1e-3, _warm=True)
 
     @property
     def operations(self) -> dict:
