@@ -76,8 +76,7 @@ class EmbeddedMethod:
         self.code = _CODES[integrator]
         self.blocks = _natural_blocks(f)
         self.f, self.n_nat = f, f.n_q
-        from ..kinematics.analysis import assemble
-        self._q_ref = assemble(f, f.q0, t0, 1e-12, f.make_work())   # the model's configuration
+
         key = (m.name, tuple(sorted(m.parameters.items())), repr(sorted(options.items())),
                float(tol), int(max_iter))
         hit = _GENERATED.get(key)
@@ -86,7 +85,7 @@ class EmbeddedMethod:
         else:
             try:
                 self.emb = EmbeddedDynamics(m, tol=tol, max_iter=max_iter, record=self._outputs,
-                                            warm_up=False, **options)
+                                            baselines=False, warm_up=False, **options)
             except ModelError as err:
                 raise ModelError(f"method 'embedded' on {m.name!r}: {err}") from err
             _GENERATED[key] = (m, self.emb)
@@ -103,20 +102,17 @@ class EmbeddedMethod:
 
     # ---- the natural map (symbolic, generated into the embedded module) ------------------------
     def _outputs(self, eqs, qd_sym, q0):
-        """Natural coordinates and velocities as expressions of the symbolic q, qd. The body-local
-        coordinates l come from the model's initial configuration, natural (``_q_ref``) and
-        symbolic (``q0``)."""
+        """Natural coordinates and velocities as expressions of the symbolic q, qd (whose body
+        frames are the model's): the body-local coordinates l from the model's data (its body
+        poses and the natural coordinates they place, before any assembly)."""
         q = sp.Matrix(eqs.q)
         qd = sp.Matrix(qd_sym)
-        vals = dict(zip(eqs.q, q0))
-        d = self.f.dim
+        m, d, x0 = self.f.model, self.f.dim, self.f.q0
         out, vel = [], []
         for k, b, is_point in self.blocks:
             R, o = eqs.body_R[b], eqs.body_origin[b]
-            Rn = np.array(R.xreplace(vals).evalf(), float)
-            x = self._q_ref[d * k:d * k + d] - (np.array(o.xreplace(vals).evalf(), float).ravel()
-                                                if is_point else 0.0)
-            local = sp.Matrix([sp.Float(v) for v in Rn.T @ x])
+            x = x0[d * k:d * k + d] - (m.body_position[b] if is_point else 0.0)
+            local = sp.Matrix([sp.Float(v) for v in m.body_rotation[b].T @ x])
             r = (o + R * local) if is_point else R * local
             out += list(r)
             vel += list(r.jacobian(q) * qd)

@@ -108,8 +108,8 @@ def blockwise_kernels(system, plan, M, F, qs, qds, sub, reads):
     phi_sc = [(f"out[{i}]", fin(e)) for i, e in enumerate(phi)]
     kernels.append(Kernel("phi_sc", ("q", "sc", "t", "out"), rd, phi_sc))
     nbmax = max(len(b.unknowns) for b in plan.blocks)
-    header = (f"MNZ_I = np.array({[i for i, _ in nz]}, dtype=np.int64)\n"
-              f"MNZ_J = np.array({[j for _, j in nz]}, dtype=np.int64)\n"
+    header = (f"MUP_I = np.array({[i for i, _ in nz]}, dtype=np.int64)\n"
+              f"MUP_J = np.array({[j for _, j in nz]}, dtype=np.int64)\n"
               f"NBMAX_ = {nbmax}\n")
     return kernels, header + BLOCKWISE
 
@@ -124,7 +124,7 @@ def workspace():
     for a in range(nf):
         B[IND[a], a] = 1.0
     return (np.zeros(BPTR.shape[0] - 1), np.zeros((nd, NBMAX_)), B, np.zeros(nd), np.zeros(NQ_),
-            np.zeros(MNZ_I.shape[0]), np.zeros(NQ_), np.zeros(nd), np.zeros((NQ_, nf)),
+            np.zeros(MUP_I.shape[0]), np.zeros(NQ_), np.zeros(nd), np.zeros((NQ_, nf)),
             np.zeros(NQ_), np.zeros((nf, nf)), np.zeros(nf), np.zeros(2 * NQ_))
 
 
@@ -191,8 +191,8 @@ def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
             z[BCOL[a]] = v
     MB[:, :] = 0.0
     Mz[:] = 0.0
-    for e in range(MNZ_I.shape[0]):        # M B, M z (upper storage)
-        i, j, m = MNZ_I[e], MNZ_J[e], MV[e]
+    for e in range(MUP_I.shape[0]):        # M B, M z (upper storage)
+        i, j, m = MUP_I[e], MUP_J[e], MV[e]
         Mz[i] += m * z[j]
         for c in range(nf):
             MB[i, c] += m * B[j, c]
@@ -228,9 +228,9 @@ def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
 def kinetic_energy(qd, ws):
     MV = ws[5]
     v = 0.0
-    for e in range(MNZ_I.shape[0]):
-        w = qd[MNZ_I[e]] * MV[e] * qd[MNZ_J[e]]
-        v += w if MNZ_I[e] == MNZ_J[e] else 2.0 * w
+    for e in range(MUP_I.shape[0]):
+        w = qd[MUP_I[e]] * MV[e] * qd[MUP_J[e]]
+        v += w if MUP_I[e] == MUP_J[e] else 2.0 * w
     return 0.5 * v
 
 

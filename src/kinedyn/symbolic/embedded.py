@@ -81,7 +81,8 @@ class EmbeddedDynamics:
     ones follow from the plan); qd0: full initial velocities (made consistent); position_solver
     ``triangular`` | ``blocks`` | ``newton`` (the Newton baselines on the same generated code);
     blockwise: the per-block evaluation of :mod:`.blockwise` where the plan allows it (else the
-    general block LU); record: ``record(eqs, qd_symbols, q0) -> [(target, expr)]``, outputs
+    general block LU); baselines: also generate the general Phi_q, gamma, M, F kernels that
+    :mod:`.stabilized` runs on (off for ``Dynamics(method="embedded")``); record: ``record(eqs, qd_symbols, q0) -> [(target, expr)]``, outputs
     generated as ``record_outputs(q, qd, out)`` (the natural-coordinate map of
     ``Dynamics(method="embedded")``). Plan options go to :func:`make_plan`.
     """
@@ -89,7 +90,8 @@ class EmbeddedDynamics:
     def __init__(self, model: CompiledModel, *, absolute=(), joint_angles=False, cut=(), independent=None,
                  integrator: str = "rk4", position_solver: str = "triangular",
                  tol: float = 1e-12, max_iter: int = 20, initial=None, qd0=None,
-                 blockwise: bool = True, record=None, warm_up: bool = True, **plan_options):
+                 blockwise: bool = True, baselines: bool = True, record=None,
+                 warm_up: bool = True, **plan_options):
         from .analysis import POSITION_SOLVERS
         if integrator not in INTEGRATORS:
             raise ModelError(f"unknown integrator {integrator!r}; known: {', '.join(INTEGRATORS)}")
@@ -126,20 +128,23 @@ class EmbeddedDynamics:
             kernels.append(Kernel("record_outputs", ("q", "qd", "out"), {}, []))
         Jq = sp.Matrix([e.xreplace(sub) for e in eqs.phi]).jacobian(qs)
         self.blockwise = blockwise and uncoupled(eqs, self.plan, Jq)
-        if self.blockwise:          # per block (leg): small LUs, no general block solve
+        source = ""
+        if self.blockwise:          # per block (leg): small inverses, no general block solve
             extra, source = blockwise_kernels(eqs, self.plan, M, F, qs, qds, sub, _reads(qs, qds))
             kernels += extra
-        else:
+        if baselines or not self.blockwise:   # the general kernels (also for .stabilized)
             kernels += [
                 Kernel("mass", ("q", "M"), _reads(qs),
                        [(f"M[{i}, {j}]", Ms[i, j]) for i in range(n) for j in range(n) if Ms[i, j] != 0]),
                 Kernel("forces", ("q", "qd", "t", "F"), _reads(qs, qds),
                        [(f"F[{i}]", sp.expand(F[i].xreplace(sub))) for i in range(n)])]
             nz = [(i, j) for i in range(n) for j in range(n) if Ms[i, j] != 0]
-            source = (f"MNZ_I = np.array({[i for i, _ in nz]}, dtype=np.int64)\n"
-                      f"MNZ_J = np.array({[j for _, j in nz]}, dtype=np.int64)\n" + _GENERAL)
+            source += (f"MNZ_I = np.array({[i for i, _ in nz]}, dtype=np.int64)\n"
+                       f"MNZ_J = np.array({[j for _, j in nz]}, dtype=np.int64)\n" + _SOLVE_SMALL)
+        if not self.blockwise:
+            source += _GENERAL
         self.generated = generate(eqs, self.plan, name=f"{model.name}_embedded",
-                                  with_gamma=not self.blockwise, extra_kernels=kernels,
+                                  with_gamma=baselines or not self.blockwise, extra_kernels=kernels,
                                   extra_source=source + _EMBEDDED)
         self.generation_seconds = _time.perf_counter() - start
         self.q_initial = self.plan.solve(eqs.q0)
@@ -191,15 +196,7 @@ class EmbeddedDynamics:
 
 
 
-_GENERAL = '''
-@njit(cache=True)
-def workspace():
-    nf = IND.shape[0]
-    return (np.zeros((NC_, NQ_)), np.zeros(NC_), np.zeros((NC_, nf + 1)), np.zeros((NQ_, nf + 1)),
-            np.zeros((NQ_, nf)), np.zeros(NQ_), np.zeros((NQ_, NQ_)), np.zeros(NQ_),
-            np.zeros((NQ_, nf)), np.zeros((nf, nf)), np.zeros(nf), np.zeros(NQ_))
-
-
+_SOLVE_SMALL = '''
 @njit(cache=True)
 def solve_small(A, b):
     """A x = b in place (Gaussian elimination with partial pivoting; b becomes x)."""
@@ -226,6 +223,15 @@ def solve_small(A, b):
         for k in range(r + 1, n):
             b[r] -= A[r, k] * b[k]
         b[r] /= A[r, r]
+'''
+
+_GENERAL = '''
+@njit(cache=True)
+def workspace():
+    nf = IND.shape[0]
+    return (np.zeros((NC_, NQ_)), np.zeros(NC_), np.zeros((NC_, nf + 1)), np.zeros((NQ_, nf + 1)),
+            np.zeros((NQ_, nf)), np.zeros(NQ_), np.zeros((NQ_, NQ_)), np.zeros(NQ_),
+            np.zeros((NQ_, nf)), np.zeros((nf, nf)), np.zeros(nf), np.zeros(NQ_))
 
 
 @njit(cache=True)
