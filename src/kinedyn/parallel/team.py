@@ -1,0 +1,150 @@
+"""A persistent team of threads running one compiled kernel each, synchronised in compiled code.
+
+Used by the Group Equations runner (:mod:`kinedyn.kinematics.threads`, structural groups level
+by level) and by threaded HDCA (:mod:`kinedyn.formulations.hamiltonian.team`, subtrees of the
+assembly tree). The pattern: :class:`Team` calls ``fn(w)`` for every worker ``w`` once per
+*run* - the caller's thread is worker 0, ``n - 1`` pool threads (kept alive between runs) are the
+others - and ``fn`` enters a ``nogil=True`` Numba kernel that does the whole run (every step,
+every level) without the GIL, without Python and without allocation. Inside, workers meet at a
+:func:`barrier` (all arrive before any leaves) or wait for a published counter with
+:func:`wait_until` (one producer, a consumer waits until the producer has got far enough).
+
+Synchronisation lives in a small ``int64`` array (:func:`make_sync`) accessed with LLVM atomics:
+slots ``COUNT, GENERATION, ABORT, DECISION`` belong to the barrier, slot ``PROGRESS`` (on its
+own cache line) to :func:`wait_until` counters. Waits spin ``SPINS`` times, then yield the core
+on every further spin, so that an oversubscribed machine does not stall behind a spinning
+thread.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import llvmlite.binding as llvm
+import numba as nb
+import numpy as np
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
+llvm.add_symbol("kinedyn_sched_yield", ctypes.cast(_libc.sched_yield, ctypes.c_void_p).value)
+sched_yield = types.ExternalFunction("kinedyn_sched_yield", types.int32())
+SPINS = 4000  # busy-wait iterations before yielding the core
+
+COUNT, GENERATION, ABORT, DECISION = 0, 1, 2, 3
+PROGRESS = 8  # 64 bytes after the barrier's slots: its own cache line
+SYNC_SIZE = 16
+
+
+def make_sync() -> np.ndarray:
+    """A zeroed synchronisation array for one team run."""
+    return np.zeros(SYNC_SIZE, np.int64)
+
+
+# ---- atomics --------------------------------------------------------------------------------------
+def _pointer(context, builder, sig, args):
+    aryty = sig.args[0]
+    ary = make_array(aryty)(context, builder, args[0])
+    return cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
+
+
+@intrinsic
+def atomic_add(typingctx, arr, i, v):
+    """``arr[i] += v`` atomically (int64 array); returns the old value."""
+    def codegen(context, builder, sig, args):
+        return builder.atomic_rmw("add", _pointer(context, builder, sig, args), args[2],
+                                  "seq_cst")
+    return types.int64(arr, i, types.int64), codegen
+
+
+@intrinsic
+def atomic_load(typingctx, arr, i):
+    """``arr[i]`` with acquire ordering (int64 array)."""
+    def codegen(context, builder, sig, args):
+        return builder.load_atomic(_pointer(context, builder, sig, args), "acquire", 8)
+    return types.int64(arr, i), codegen
+
+
+@intrinsic
+def atomic_store(typingctx, arr, i, v):
+    """``arr[i] = v`` with release ordering (int64 array)."""
+    def codegen(context, builder, sig, args):
+        builder.store_atomic(args[2], _pointer(context, builder, sig, args), "release", 8)
+        return context.get_dummy_value()
+    return types.void(arr, i, types.int64), codegen
+
+
+# ---- waiting ----------------------------------------------------------------------------------------
+@nb.njit(cache=True, nogil=True)
+def barrier(sync, n):
+    """Wait until ``n`` workers arrive; False (for every worker alike) if a worker asked to abort
+    (``sync[ABORT] = 1``) before arriving.
+
+    The last to arrive decides: it copies the abort flag into ``DECISION`` before releasing the
+    others, who read that copy - not the live flag, which a fast worker may already have set
+    while failing in the *next* phase (the workers would then disagree and deadlock).
+    """
+    gen = atomic_load(sync, GENERATION)
+    if atomic_add(sync, COUNT, 1) == n - 1:
+        decision = atomic_load(sync, ABORT)
+        atomic_store(sync, DECISION, decision)
+        atomic_store(sync, COUNT, 0)
+        atomic_add(sync, GENERATION, 1)
+        return decision == 0
+    spins = 0
+    while atomic_load(sync, GENERATION) == gen:
+        spins += 1
+        if spins > SPINS:
+            sched_yield()
+    return atomic_load(sync, DECISION) == 0
+
+
+@nb.njit(cache=True, nogil=True)
+def wait_until(sync, slot, value):
+    """Wait until the counter ``sync[slot]`` (only ever increased, by one producer with
+    :func:`atomic_store`) reaches ``value``; everything the producer wrote before publishing
+    that value is then visible."""
+    spins = 0
+    while atomic_load(sync, slot) < value:
+        spins += 1
+        if spins > SPINS:
+            sched_yield()
+
+
+# ---- the team -------------------------------------------------------------------------------------
+class Team:
+    """``n_workers`` workers: the calling thread (worker 0) and a persistent pool of
+    ``n_workers - 1`` threads. :meth:`run` calls ``fn(w)`` for every worker and returns when all
+    are done (re-raising the first exception); runs are serialised by a lock."""
+
+    def __init__(self, n_workers: int, name: str = "kinedyn-team"):
+        if int(n_workers) < 1:
+            raise ValueError(f"a team needs at least one worker, got {n_workers}")
+        self.n = int(n_workers)
+        self._pool = (ThreadPoolExecutor(max_workers=self.n - 1, thread_name_prefix=name)
+                      if self.n > 1 else None)
+        self._lock = threading.Lock()
+
+    def run(self, fn) -> None:
+        with self._lock:
+            futures = [self._pool.submit(fn, w) for w in range(1, self.n)]
+            try:
+                fn(0)
+            finally:
+                for f in futures:
+                    f.result()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
