@@ -61,17 +61,20 @@ def _per_eval_us(fn, evals: int, repeat: int) -> float:
 
 def _paired_us(fns, evals: int, repeat: int) -> list[tuple[float, float]]:
     """(wall, CPU) medians in us per evaluation of calls ``fn()`` that each make ``evals``
-    evaluations; the samples of the functions alternate. CPU is the process time (every
-    thread of the process)."""
+    evaluations; the samples of the functions alternate. CPU is the calling thread's CPU
+    time, or the largest of a team's workers' (``fn`` returns their times) - the busiest
+    thread, what the wall time would be with a free core per thread."""
     samples = [([], []) for _ in fns]
     for fn in fns:
         fn()  # warm-up
     for _ in range(repeat):
         for k, fn in enumerate(fns):
-            w0, c0 = time.perf_counter(), time.process_time()
-            fn()
-            samples[k][0].append((time.perf_counter() - w0) / evals * 1e6)
-            samples[k][1].append((time.process_time() - c0) / evals * 1e6)
+            w0, c0 = time.perf_counter(), time.thread_time()
+            cpu = fn()
+            wall = time.perf_counter() - w0
+            cpu = max(cpu) if isinstance(cpu, np.ndarray) else time.thread_time() - c0
+            samples[k][0].append(wall / evals * 1e6)
+            samples[k][1].append(cpu / evals * 1e6)
     return [(float(np.median(w)), float(np.median(c))) for w, c in samples]
 
 
@@ -107,13 +110,14 @@ def scaling_rows(sizes, repeat: int, log=print) -> list[dict]:
         team = ThreadedHDCA(data, h.make_work(data), THREADS)
         y, scratch = np.concatenate([q, p]), np.zeros((6, 2 * h.n_j))
         try:
-            (sw, sc), (tw, tc) = _paired_us([lambda: _hdca_loop(*args, evals),
-                                             lambda: team.derivative(y, scratch, evals)],
-                                            evals, repeat)
+            (sw, sc), (tw, tc) = _paired_us(
+                [lambda: _hdca_loop(*args, evals),
+                 lambda: (team.derivative(y, scratch, evals), team.cpu.copy())[1]],
+                evals, repeat)
         finally:
             team.close()
         row.update(hdca_serial_us=sw, hdca_2threads_us=tw, speedup_2threads=sw / tw,
-                   serial_cpu_us=sc, threads_cpu_us=tc)
+                   serial_cpu_us=sc, threads_cpu_max_us=tc, cpu_speedup=sc / tc)
         row["hdca_float32_us"] = _paired_us([lambda: _hdca_loop(*args32, evals)], evals,
                                             repeat)[0][0]
         if n <= DENSE_MAX:
@@ -125,7 +129,34 @@ def scaling_rows(sizes, repeat: int, log=print) -> list[dict]:
             row["dense_over_hdca"] = row["dense_us"] / row["hdca_serial_us"]
         row["load_1min"] = os.getloadavg()[0]
         log(f"N = {n:5d}: serial {sw:9.1f} us, {THREADS} threads {tw:9.1f} us "
-            f"(speed-up {sw / tw:4.2f}; CPU {sc:.1f} / {tc:.1f} us), load {row['load_1min']:.1f}")
+            f"(speed-up {sw / tw:4.2f}); CPU serial {sc:.1f} us, busiest thread {tc:.1f} us "
+            f"({sc / tc:4.2f}), load {row['load_1min']:.1f}")
+        rows.append(row)
+    return rows
+
+
+def run_rows(sizes, repeat: int, log=print) -> list[dict]:
+    """Whole RK4 runs (one compiled call per worker for the run), us per step, serial vs
+    threads, samples alternating; CPU as in :func:`_paired_us`."""
+    rows = []
+    for n in sizes:
+        m = get(f"cart-pendulum-{n}").compile()
+        serial, threads = HDCA(m), HDCA(m, parallel=True, threads=THREADS)
+        steps = max(10, 20_000 // n)
+        dt = 1e-3
+
+        def timed(run):
+            return run.simulate(steps * dt, dt, record_every=steps)
+
+        (sw, sc), (tw, tc) = _paired_us([lambda: timed(serial),
+                                         lambda: (timed(threads), threads._team.cpu.copy())[1]],
+                                        steps, repeat)
+        threads._team.close()
+        row = {"N": n, "steps": steps, "serial_us_per_step": sw, "threads_us_per_step": tw,
+               "speedup": sw / tw, "serial_cpu_us": sc, "threads_cpu_max_us": tc,
+               "cpu_speedup": sc / tc, "load_1min": os.getloadavg()[0]}
+        log(f"RK4 run, N = {n:5d}: serial {sw:9.1f} us/step, {THREADS} threads {tw:9.1f} "
+            f"us/step (speed-up {sw / tw:4.2f}; CPU {sc / tc:4.2f}), load {row['load_1min']:.1f}")
         rows.append(row)
     return rows
 
@@ -166,11 +197,13 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
     rows = scaling_rows(sizes, repeat)
     for r in rows:
         report.add_row("time per evaluation vs N", **r)
-    for key in ("hdca_serial_us", "hdca_2threads_us", "serial_cpu_us", "threads_cpu_us",
+    for key in ("hdca_serial_us", "hdca_2threads_us", "serial_cpu_us", "threads_cpu_max_us",
                 "hdca_float32_us", "dense_us"):
         s = slope(rows, key)
         if s is not None:
             report.add_row("log-log slopes (N >= 64)", column=key, slope=s)
+    for r in run_rows([256, 1024] if quick else [64, 256, 1024, 4096], repeat):
+        report.add_row(f"whole RK4 runs, serial vs {THREADS} threads (us per step)", **r)
     for r in precision_rows(1.0 if quick else 5.0):
         report.add_row("float32 vs float64 (RK4, dt = 1 ms)", **r)
     if out_dir is not None:
@@ -185,6 +218,7 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
     report.notes.append("Threaded timings include waiting for a free core: with other users' "
                         "load (load_1min per row) a worker descheduled behind them stalls the "
                         "other at the next barrier; a wall-time speed-up needs an idle second "
-                        "core. CPU time counts both threads, spinning included. Ratios are "
-                        "from this run only.")
+                        "core. CPU columns: thread CPU time of the serial thread and of the "
+                        "busiest team thread (waiting at barriers included, descheduled time "
+                        "not). Ratios are from this run only.")
     return report

@@ -10,6 +10,8 @@ a threaded run equals the serial ``integrate_fixed`` run bit for bit.
 """
 from __future__ import annotations
 
+import time
+
 import numba as nb
 import numpy as np
 
@@ -97,13 +99,15 @@ def team_worker(data_, work_, plan_, w, sync, y_, dt, n_steps, method, record_ev
 
 class ThreadedHDCA:
     """HDCA runs (or repeated evaluations) of one ``HDCAData`` on a team of ``n_workers``
-    threads kept alive between runs; ``work`` is shared (workers write disjoint parts)."""
+    threads kept alive between runs; ``work`` is shared (workers write disjoint parts).
+    After a run, ``cpu[w]`` is worker ``w``'s thread CPU time (s), waiting included."""
 
     def __init__(self, data, work, n_workers: int = 2):
         self.data, self.work = data, work
         self.plan = make_plan(data, n_workers)
         self.team = Team(n_workers, "kinedyn-hdca")
         self.status = np.zeros((n_workers, 2), np.int64)
+        self.cpu = np.zeros(n_workers)
 
     def run(self, y, dt, n_steps, method, record_every, out, scratch) -> tuple[int, int]:
         """As :func:`~kinedyn.dynamics.integrators.integrate_fixed` (``out[0]`` = ``y``):
@@ -112,8 +116,10 @@ class ThreadedHDCA:
         out[0] = y
 
         def fn(w):
+            start = time.thread_time()
             team_worker(self.data, self.work, self.plan, w, sync, y, dt, n_steps, method,
                         record_every, out, scratch, self.status)
+            self.cpu[w] = time.thread_time() - start
         self.team.run(fn)
         st = self.status[:, 0]
         return (int(st.max()), int(self.status[:, 1].min())) if st.any() else (0, n_steps)

@@ -4,7 +4,7 @@ Used by the Group Equations runner (:mod:`kinedyn.kinematics.threads`, structura
 by level) and by threaded HDCA (:mod:`kinedyn.formulations.hamiltonian.team`, subtrees of the
 assembly tree). The pattern: :class:`Team` calls ``fn(w)`` for every worker ``w`` once per
 *run* - the caller's thread is worker 0, ``n - 1`` pool threads (kept alive between runs) are the
-others - and ``fn`` enters a ``nogil=True`` Numba kernel that does the whole run (every step,
+others, one thread each - and ``fn`` enters a ``nogil=True`` Numba kernel that does the whole run (every step,
 every level) without the GIL, without Python and without allocation. Inside, workers meet at a
 :func:`barrier` (all arrive before any leaves) or wait for a published counter with
 :func:`wait_until` (one producer, a consumer waits until the producer has got far enough).
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import llvmlite.binding as llvm
 import numba as nb
@@ -117,31 +117,54 @@ def wait_until(sync, slot, value):
 
 # ---- the team -------------------------------------------------------------------------------------
 class Team:
-    """``n_workers`` workers: the calling thread (worker 0) and a persistent pool of
-    ``n_workers - 1`` threads. :meth:`run` calls ``fn(w)`` for every worker and returns when all
-    are done (re-raising the first exception); runs are serialised by a lock."""
+    """``n_workers`` workers: the calling thread (worker 0) and ``n_workers - 1`` persistent
+    daemon threads, one per worker (never shared: workers that meet at barriers must run at the
+    same time). :meth:`run` calls ``fn(w)`` for every worker and returns when all are done,
+    re-raising the first exception; runs are serialised by a lock."""
 
     def __init__(self, n_workers: int, name: str = "kinedyn-team"):
         if int(n_workers) < 1:
             raise ValueError(f"a team needs at least one worker, got {n_workers}")
         self.n = int(n_workers)
-        self._pool = (ThreadPoolExecutor(max_workers=self.n - 1, thread_name_prefix=name)
-                      if self.n > 1 else None)
+        self._jobs = [queue.SimpleQueue() for _ in range(self.n - 1)]
+        self._done = queue.SimpleQueue()
         self._lock = threading.Lock()
+        for w in range(1, self.n):
+            threading.Thread(target=self._serve, args=(w,), name=f"{name}-{w}",
+                             daemon=True).start()
+
+    def _serve(self, w: int) -> None:
+        jobs = self._jobs[w - 1]
+        while (fn := jobs.get()) is not None:
+            try:
+                fn(w)
+                self._done.put(None)
+            except BaseException as exc:  # handed to the caller of run()
+                self._done.put(exc)
 
     def run(self, fn) -> None:
         with self._lock:
-            futures = [self._pool.submit(fn, w) for w in range(1, self.n)]
+            if self.n > 1 and not self._jobs:
+                raise RuntimeError("the team is closed")
+            for jobs in self._jobs:
+                jobs.put(fn)
+            error = None
             try:
                 fn(0)
-            finally:
-                for f in futures:
-                    f.result()
+            except BaseException as exc:
+                error = exc
+            for _ in self._jobs:
+                exc = self._done.get()
+                error = error or exc
+            if error is not None:
+                raise error
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
-            self._pool = None
+        """Let the pool threads finish (they hold no resources but their stack)."""
+        with self._lock:
+            for jobs in self._jobs:
+                jobs.put(None)
+            self._jobs = []
 
     def __enter__(self):
         return self
