@@ -10,8 +10,8 @@ every level) without the GIL, without Python and without allocation. Inside, wor
 :func:`wait_until` (one producer, a consumer waits until the producer has got far enough).
 
 Synchronisation lives in a small ``int64`` array (:func:`make_sync`) accessed with LLVM atomics:
-slots ``COUNT, GENERATION, ABORT, DECISION`` belong to the barrier, slot ``PROGRESS`` (on its
-own cache line) to :func:`wait_until` counters. Waits spin ``SPINS`` times, then yield the core
+slots ``COUNT, GENERATION, ABORT, DECISION`` belong to the barrier, slots ``PROGRESS`` and
+``PROGRESS_2`` (each on its own cache line) are counters for :func:`wait_until`. Waits spin ``SPINS`` times, then yield the core
 on every further spin, so that an oversubscribed machine does not stall behind a spinning
 thread.
 """
@@ -36,8 +36,8 @@ sched_yield = types.ExternalFunction("kinedyn_sched_yield", types.int32())
 SPINS = 4000  # busy-wait iterations before yielding the core
 
 COUNT, GENERATION, ABORT, DECISION = 0, 1, 2, 3
-PROGRESS = 8  # 64 bytes after the barrier's slots: its own cache line
-SYNC_SIZE = 16
+PROGRESS, PROGRESS_2 = 8, 16  # counters, 64 bytes apart: one cache line each
+SYNC_SIZE = 24
 
 
 def make_sync() -> np.ndarray:

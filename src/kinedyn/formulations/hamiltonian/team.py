@@ -6,10 +6,12 @@ more than the few microseconds of work in a level (measured: 2 threads 0.48x at 
 Numba ``prange`` per level). Here each worker of a :class:`kinedyn.parallel.team.Team` owns one
 whole subtree below the top ``ceil(log2 n_workers)`` levels and runs it without synchronisation:
 
-1. worker 0 runs the forward kinematics (a serial prefix along the chain) and publishes its
-   progress; the other workers start their leaves as soon as the chain is known up to the end
-   of their range (the rightmost range goes to worker 0, so the others start early);
-2. each worker: leaves (eqs. 13-18, 38) and assembly (27-37, 39) of its subtree; barrier;
+1. worker 0 runs the forward kinematics (a serial prefix along the chain, about 13 % of an
+   evaluation) and publishes its progress on an atomic counter; worker 1 follows it, computing
+   the leaves (eqs. 13-18, 38) of every body as soon as the chain is known that far, and
+   publishes its own progress;
+2. each worker, once the leaves of its range are done: assembly (27-37, 39) of its subtree;
+   barrier;
 3. worker 0: assembly of the top nodes, base connection (40-44), disassembly of the top nodes
    (45-48); barrier;
 4. each worker: disassembly of its subtree, leaf velocities (11-12), rates (49-51) of the
@@ -26,9 +28,9 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from ...parallel.team import ABORT, PROGRESS, atomic_store, barrier, wait_until
+from ...parallel.team import ABORT, PROGRESS, PROGRESS_2, atomic_store, barrier, wait_until
 from .kernels import (HDCAData, assemblies, base_connection, disassemblies, forward_kinematics,
-                      joint_rates, leaves, velocities)
+                      joint_rates, leaf, leaves, velocities)
 
 
 class TeamPlan(NamedTuple):
@@ -36,7 +38,8 @@ class TeamPlan(NamedTuple):
     its internal nodes ``nodes[node_ptr[w]:node_ptr[w+1]]`` (children before parents) and the
     joints ``joints[joint_ptr[w]:joint_ptr[w+1]]`` whose two sides it owns; ``top`` are the
     nodes above the subtrees and ``boundary`` the joints between ranges (both worker 0's);
-    a worker waits for forward-kinematics progress ``fk_need[w]`` (0: no wait)."""
+    worker 0 gets the rightmost subtree (it runs the forward kinematics, which reaches that
+    end last)."""
     n_workers: int
     body_lo: np.ndarray    # (n_workers,)
     body_hi: np.ndarray    # (n_workers,)
@@ -46,7 +49,6 @@ class TeamPlan(NamedTuple):
     joint_ptr: np.ndarray  # (n_workers + 1,)
     joints: np.ndarray     # (n_joint_owned,)
     boundary: np.ndarray   # (n_boundary,)
-    fk_need: np.ndarray    # (n_workers,)
 
 
 def make_plan(data: HDCAData, n_workers: int) -> TeamPlan:
@@ -73,7 +75,6 @@ def make_plan(data: HDCAData, n_workers: int) -> TeamPlan:
     hi = np.zeros(n_workers, np.int64)
     node_lists = [[] for _ in range(n_workers)]
     joint_lists = [[] for _ in range(n_workers)]
-    need = np.zeros(n_workers, np.int64)
     top, boundary = [], []
     for c, w in owner.items():
         lo[w], hi[w] = first[c], last[c] + 1
@@ -82,15 +83,13 @@ def make_plan(data: HDCAData, n_workers: int) -> TeamPlan:
                           if (k > lo[w] or k == 0) and (k < hi[w] or (k == n_b and n_j > n_b))]
         if lo[w] > 0:
             boundary.append(int(lo[w]))
-        need[w] = hi[w] + 1 if hi[w] < n_b else n_j + 1
-    need[0] = 0  # worker 0 runs the forward kinematics itself
     owned = {x for lst in node_lists for x in lst}
     top = [int(c) for c in internal if c not in owned]
     ptr = lambda lists: np.cumsum([0] + [len(x) for x in lists]).astype(np.int64)  # noqa: E731
     flat = lambda lists: np.array([x for lst in lists for x in lst], np.int64)  # noqa: E731
     return TeamPlan(n_workers, lo, hi, ptr(node_lists), flat(node_lists),
                     np.array(top, np.int64), ptr(joint_lists), flat(joint_lists),
-                    np.array(sorted(boundary), np.int64), need)
+                    np.array(sorted(boundary), np.int64))
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -99,13 +98,22 @@ def evaluate_part(data, work, plan, w, sync, gen, q, p, qd, pd) -> int:
     docstring, up to the rates of its own joints); 1 (for every worker alike) when a joint's
     constraint matrix is singular. Follow with :func:`boundary_rates`."""
     n_w = plan.n_workers
-    if w == 0:
-        forward_kinematics(data, work, q, sync, gen * (data.n_j + 2))
-    elif plan.fk_need[w] > 0:
-        wait_until(sync, PROGRESS, gen * (data.n_j + 2) + plan.fk_need[w])
     lo, hi = plan.body_lo[w], plan.body_hi[w]
     a, b = plan.node_ptr[w], plan.node_ptr[w + 1]
-    leaves(data, work, p, lo, hi)
+    fk_base, leaf_base = gen * (data.n_j + 2), gen * (data.n_b + 1)
+    if n_w == 1:
+        forward_kinematics(data, work, q, None, 0)
+        leaves(data, work, p, 0, data.n_b)
+    elif w == 1:  # every leaf, right behind the forward kinematics
+        for k in range(data.n_b):
+            wait_until(sync, PROGRESS, fk_base + (k + 2 if k + 1 < data.n_b else data.n_j + 1))
+            leaf(data, work, k, p)
+            atomic_store(sync, PROGRESS_2, leaf_base + k + 1)
+    else:
+        if w == 0:
+            forward_kinematics(data, work, q, sync, fk_base)
+        if hi > lo:
+            wait_until(sync, PROGRESS_2, leaf_base + hi)
     st = assemblies(data, work, plan.nodes, a, b)
     if st != 0:
         atomic_store(sync, ABORT, 1)
