@@ -189,7 +189,8 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
                  f"of {repeat} samples",
         "parallel": f"team of {THREADS} threads (caller + pool), one subtree of the assembly "
                     "tree each, 3 barriers per evaluation; serial and threaded samples "
-                    "alternate; wall and process-CPU time per evaluation",
+                    "alternate; wall time and thread CPU time (serial thread; busiest team "
+                    "thread) per evaluation",
         "dense": f"CRBA + RNEA + LAPACK solve, N <= {DENSE_MAX}",
         "machine load at start": _load(),
         "anchors": "Pinocchio ABA 94 us at N=256 (slope 1.0); MuJoCo 860 us at N=256 (dense); "
