@@ -80,18 +80,20 @@ class EmbeddedDynamics:
     ``euler`` (thesis) or ``rk4``; initial: {coordinate name: start value} (the dependent
     ones follow from the plan); qd0: full initial velocities (made consistent); position_solver
     ``triangular`` | ``blocks`` | ``newton`` (the Newton baselines on the same generated code);
-    blockwise: the per-block evaluation of :mod:`.blockwise` where the plan allows it (else the
-    general block LU); baselines: also generate the general Phi_q, gamma, M, F kernels that
-    :mod:`.stabilized` runs on (off for ``Dynamics(method="embedded")``); record: ``record(eqs, qd_symbols, q0) -> [(target, expr)]``, outputs
-    generated as ``record_outputs(q, qd, out)`` (the natural-coordinate map of
+    backend ``numba`` | ``c`` (kernels as C through the system compiler); blockwise: the
+    per-block evaluation of :mod:`.blockwise` where the plan allows it (else the general block
+    LU); baselines: also generate the general Phi_q, gamma, M, F kernels that
+    :mod:`.stabilized` runs on (off for ``Dynamics(method="embedded")``); record:
+    ``record(eqs, qd_symbols, q0) -> [(target, expr)]``, outputs generated as
+    ``record_outputs(q, qd, out)`` (the natural-coordinate map of
     ``Dynamics(method="embedded")``). Plan options go to :func:`make_plan`.
     """
 
     def __init__(self, model: CompiledModel, *, absolute=(), joint_angles=False, cut=(), independent=None,
                  integrator: str = "rk4", position_solver: str = "triangular",
                  tol: float = 1e-12, max_iter: int = 20, initial=None, qd0=None,
-                 blockwise: bool = True, baselines: bool = True, record=None,
-                 warm_up: bool = True, **plan_options):
+                 backend: str = "numba", blockwise: bool = True, baselines: bool = True,
+                 record=None, warm_up: bool = True, **plan_options):
         from .analysis import POSITION_SOLVERS
         if integrator not in INTEGRATORS:
             raise ModelError(f"unknown integrator {integrator!r}; known: {', '.join(INTEGRATORS)}")
@@ -124,8 +126,6 @@ class EmbeddedDynamics:
         if record is not None:   # extra recorded outputs (e.g. natural coordinates)
             out = [(t_, e.xreplace(sub)) for t_, e in record(eqs, qd_sym, self.plan.solve(eqs.q0))]
             kernels.append(Kernel("record_outputs", ("q", "qd", "out"), _reads(qs, qds), out))
-        else:
-            kernels.append(Kernel("record_outputs", ("q", "qd", "out"), {}, []))
         Jq = sp.Matrix([e.xreplace(sub) for e in eqs.phi]).jacobian(qs)
         self.blockwise = blockwise and uncoupled(eqs, self.plan, Jq)
         source = ""
@@ -143,9 +143,12 @@ class EmbeddedDynamics:
                        f"MNZ_J = np.array({[j for _, j in nz]}, dtype=np.int64)\n" + _SOLVE_SMALL)
         if not self.blockwise:
             source += _GENERAL
+        if record is None:
+            source += _NO_RECORD
         self.generated = generate(eqs, self.plan, name=f"{model.name}_embedded",
                                   with_gamma=baselines or not self.blockwise, extra_kernels=kernels,
-                                  extra_source=source + _EMBEDDED)
+                                  extra_source=source + _EMBEDDED, backend=backend)
+        self.backend = self.generated.module.BACKEND
         self.generation_seconds = _time.perf_counter() - start
         self.q_initial = self.plan.solve(eqs.q0)
         self.qd_initial = np.zeros(n) if qd0 is None else np.asarray(qd0, float)
@@ -303,6 +306,12 @@ def kinetic_energy(qd, ws):
 @njit(cache=True)
 def residual(q, t, r, ws):
     phi(q, t, r)
+'''
+
+_NO_RECORD = '''
+@njit(cache=True)
+def record_outputs(q, qd, out):
+    pass
 '''
 
 _EMBEDDED = '''
