@@ -57,23 +57,19 @@ def test_gough_stewart_agrees_with_projection(gough_stewart):
     for k in range(1, 7):                                              # leg lengths
         a, r = emb.channel(f"joint.P{k}.displacement"), ref.channel(f"joint.P{k}.displacement")
         assert np.abs(a - r).max() <= 1e-10, k
-    # energy (kinetic; the leg forces do work) equal to the DAE's
-    assert np.abs(emb.channel("energy.total") - ref.channel("energy.total")).max() <= 1e-10
-    assert emb.channel("energy.total")[-1] > 1e-4
+    # energy (kinetic; the leg forces do work) equal to the DAE's, and to the work done by the
+    # leg forces F_k = -+0.1 sin(2 pi t / 3) N on the leg rates (trapezoidal quadrature)
+    e = emb.channel("energy.total")
+    assert np.abs(e - ref.channel("energy.total")).max() <= 1e-10
+    assert e[-1] > 1e-4
+    t = emb.time
+    power = sum((-1 if k % 2 else 1) * 0.1 * np.sin(2 * np.pi * t / 3)
+                * emb.channel(f"joint.P{k}.displacement_d") for k in range(1, 7))
+    work = np.concatenate([[0.0], np.cumsum(0.5 * (power[1:] + power[:-1]) * np.diff(t))])
+    assert np.abs(e - e[0] - work).max() <= 1e-4 * np.abs(e).max()
     # explicit and semi-implicit Euler on the same generated code (no regeneration)
     for integ in ("euler", "semi-implicit-euler"):
         e = Dynamics(gough_stewart, method="embedded", integrator=integ).simulate(t_end, h)
         assert e.channel("residual.position").max() <= 1e-12
-        assert np.abs(e.channel("body.platform.yaw") - emb.channel("body.platform.yaw")).max() < 1e-4
-
-
-@pytest.mark.slow
-def test_gough_stewart_gravity_conserves_energy_with_rk4():
-    """No leg forces, gravity only: the platform sinks and swings, energy stays."""
-    s = kinedyn.models.gough_stewart(g=9.81)
-    s.forces = []
-    res = Dynamics(s.compile(), method="embedded", integrator="rk4").simulate(0.2, 1e-3)
-    e, ke = res.channel("energy.total"), res.channel("energy.kinetic")
-    assert ke[-1] > 0.1                                   # it falls
-    assert np.abs(e - e[0]).max() <= 1e-9 * ke.max()
-    assert res.channel("residual.position").max() <= 1e-12
+        yaw = emb.channel("body.platform.yaw")          # first-order methods: O(h) apart
+        assert np.abs(e.channel("body.platform.yaw") - yaw).max() < 1e-2 * np.ptp(yaw)

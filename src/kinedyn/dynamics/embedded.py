@@ -39,17 +39,29 @@ _CODES = {"euler": 0, "rk4": 1, "semi-implicit-euler": 2}
 
 
 def _natural_blocks(f):
-    """(block, body index, is point) for every natural coordinate block of formulation f."""
-    m = f.model
-    owner = {}
+    """(block, body, body-local coordinates, is point) of every natural coordinate block of
+    formulation f: a joint location's coordinates as the model data give them for one of its
+    moving bodies (every member is the same point of the mechanism, which the symbolic
+    coordinates close exactly); a frame's own extra block from its initial value in the body's
+    frame (one body only)."""
+    m, d, lay = f.model, f.dim, f.layout
+    out = {}
+    for loc in [*lay.point_locations, *lay.vector_locations]:
+        moving = [(b, l, sgn) for b, l, sgn in loc.members if b != 0]
+        if loc.block >= 0 and moving:
+            b, l, sgn = moving[0]
+            out[loc.block] = (b, np.asarray(l, float) * (1.0 if loc.kind == "point" else sgn))
     for name, coords in f.body_coordinates().items():
-        for c in coords[::f.dim]:
-            owner.setdefault(c // f.dim, m.body_name.index(name))
-    blocks = f.layout.blocks
-    missing = [f.coordinate_names[f.dim * k] for k in range(len(blocks)) if k not in owner]
+        b = m.body_name.index(name)
+        for c in coords[::d]:
+            k = c // d
+            if k not in out:
+                x = f.q0[d * k:d * k + d] - (m.body_position[b] if lay.blocks[k].kind == "point" else 0.0)
+                out[k] = (b, m.body_rotation[b].T @ x)
+    missing = [f.coordinate_names[d * k] for k in range(len(lay.blocks)) if k not in out]
     if missing:
         raise ModelError(f"method 'embedded': natural coordinates {missing[:4]} belong to no body")
-    return [(k, owner[k], blocks[k].kind == "point") for k in range(len(blocks))]
+    return [(k, *out[k], lay.blocks[k].kind == "point") for k in range(len(lay.blocks))]
 
 
 class EmbeddedMethod:
@@ -103,16 +115,13 @@ class EmbeddedMethod:
     # ---- the natural map (symbolic, generated into the embedded module) ------------------------
     def _outputs(self, eqs, qd_sym, q0):
         """Natural coordinates and velocities as expressions of the symbolic q, qd (whose body
-        frames are the model's): the body-local coordinates l from the model's data (its body
-        poses and the natural coordinates they place, before any assembly)."""
+        frames are the model's), r = o_b + R_b l or u = R_b l (see :func:`_natural_blocks`)."""
         q = sp.Matrix(eqs.q)
         qd = sp.Matrix(qd_sym)
-        m, d, x0 = self.f.model, self.f.dim, self.f.q0
         out, vel = [], []
-        for k, b, is_point in self.blocks:
+        for k, b, local, is_point in self.blocks:
             R, o = eqs.body_R[b], eqs.body_origin[b]
-            x = x0[d * k:d * k + d] - (m.body_position[b] if is_point else 0.0)
-            local = sp.Matrix([sp.Float(v) for v in m.body_rotation[b].T @ x])
+            local = sp.Matrix([sp.Float(v) for v in local])
             r = (o + R * local) if is_point else R * local
             out += list(r)
             vel += list(r.jacobian(q) * qd)
