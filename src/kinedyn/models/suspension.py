@@ -18,7 +18,7 @@ inertias); the time-varying part of (5.8) is the thesis's.
 Double-wishbone, front-left corner (section 5.2, Table A.6, chassis fixed): upper and lower
 control arms on revolute joints to the chassis (axes B-C and E-F) and spherical joints to the
 wheel carrier (A, D); the tie rod on a universal joint at the steering rack (J: first axis the
-world z, the thesis's alpha; second the horizontal perpendicular to the rod, beta) and a
+world z, the thesis's alpha; second the rotated x axis, beta) and a
 spherical joint at the carrier (I); the rack slides along y at K. The thesis gives no masses
 for the arms, tie rod, rack and carrier: the values below are documented choices; the tyre
 (21.18 kg, Table A.8) rides on the carrier (its spin is decoupled and omitted).
@@ -159,10 +159,7 @@ def double_wishbone(driven: bool = True, g: float = G) -> System:
     body("lower_arm", P["E"], "DEF", (P["D"] + P["E"] + P["F"]) / 3,
          {"axis": _r(lo), "arm": _r(arm / np.linalg.norm(arm))})
     body("carrier", P["G"], "ADIGH", P["G"])
-    rod = (P["I"] - P["J"]) / np.linalg.norm(P["I"] - P["J"])
-    cross = np.cross([0, 0, 1], rod)
-    body("tie_rod", P["J"], "IJ", (P["I"] + P["J"]) / 2,
-         {"z": [0, 0, 1], "b": _r(cross / np.linalg.norm(cross))})
+    body("tie_rod", P["J"], "IJ", (P["I"] + P["J"]) / 2, {"z": [0, 0, 1], "x": [1, 0, 0]})
     body("rack", P["K"], "JK", P["K"], {"y": [0, 1, 0], "z": [0, 0, 1]})
     for k in "BCEFK":
         s.add_point("ground", k, _r(P[k]))
@@ -179,7 +176,7 @@ def double_wishbone(driven: bool = True, g: float = G) -> System:
     s.add_joint("upper_ball", "spherical", "upper_arm", "carrier", point_a="A", point_b="A")
     s.add_joint("lower_ball", "spherical", "lower_arm", "carrier", point_a="D", point_b="D")
     s.add_joint("tie_rod_inner", "universal", "rack", "tie_rod", point_a="J", point_b="J",
-                axis_a="z", axis_b="b")
+                axis_a="z", axis_b="x")
     s.add_joint("tie_rod_outer", "spherical", "tie_rod", "carrier", point_a="I", point_b="I")
     if driven:
         s.add_driver("steer", "joint", joint="rack", component="displacement",
