@@ -156,8 +156,13 @@ def _newton_source(name, res, jac, unknowns, full=False, n_eq=None):
     rows = "NC_" if full else str(n_eq)
     jshape = "(NC_, NQ_)" if full else f"({n_eq}, {n})"
     take = "J[:, DEP]" if full else "J"
-    solve = (f"np.linalg.solve({take}, r)" if n_eq == n or full
-             else "np.linalg.solve(J.T @ J, J.T @ r)")
+    square = n_eq == n or full
+    solve = f"np.linalg.solve({take}, r)" if square else "np.linalg.solve(J.T @ J, J.T @ r)"
+    # over-determined: the equations are consistent only as far as the earlier blocks'
+    # tolerance allows, so a Gauss-Newton step below tol also ends the iteration
+    stop = "" if square else """
+        if np.abs(dq).max() <= tol:
+            return it + 1"""
     return f'''
 @njit(cache=True)
 def {name}(q, t, tol, max_iter):
@@ -173,7 +178,7 @@ def {name}(q, t, tol, max_iter):
         {jac}(q, t, J)
         dq = {solve}
         for a in range(cols.shape[0]):
-            q[cols[a]] -= dq[a]
+            q[cols[a]] -= dq[a]{stop}
     return -1
 '''
 
