@@ -306,8 +306,7 @@ def _complete_state(system, work, y, t):
     n = aug.n_q
     _scatter_independent(system.independent, n, y, work.q, work.qd)
     st, it, err = K.position(aug.form, work.aug.form, system.dep_solver, work.dep_solver,
-                             system.plan, work.plan, work.q, t, system.tol, system.max_iter,
-                             False)
+                             system.plan, work.plan, work.q, t, system.tol, system.max_iter)
     if st != 0:
         return st
     K.velocity(aug.form, work.aug.form, system.dep_solver, work.dep_solver, system.plan,

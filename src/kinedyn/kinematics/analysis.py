@@ -66,8 +66,10 @@ class Kinematics:
     model: a CompiledModel (natural coordinates are used) or a formulation object.
     solver: ``"sparse"`` (static-pivot sparse LU, default) or ``"dense"`` (LAPACK LU).
     tol: Newton tolerance on max |Phi| (model units: m or m^2).
-    max_iter: iteration limit; with ``fixed_iterations=True`` exactly ``max_iter`` Newton
-        iterations are done per step, as in real-time use (the paper's tEnd2).
+    max_iter: iteration limit; with ``fixed_iterations=True`` exactly ``max_iter`` (>= 1) Newton
+        iterations are done per step, as in real-time use (the paper's tEnd2), one
+        factorisation each, the last one reused for velocities and accelerations
+        (:func:`.kernels.paper_step`).
     t0: time of the initial assembly.
     strategy: ``"global"`` (all coordinates at once) or ``"groups"`` (Group Equations: structural
         groups in the order of their dependency DAG, see :mod:`.grouped`); same results.
@@ -93,6 +95,9 @@ class Kinematics:
             if int(outer) < 1 or (inner is not None and int(inner) < 1):
                 raise ModelError(f"threads must be positive, got {threads!r}")
             threads = (int(outer), None if inner is None else int(inner))
+        if fixed_iterations and max_iter < 1:
+            raise ModelError(f"fixed_iterations needs max_iter >= 1 (the Newton iterations per "
+                             f"step), got {max_iter}")
         self.f = formulation_for(model)
         self.model = self.f.model
         self.tuning = None

@@ -78,12 +78,14 @@ class EmbeddedDynamics:
     independent: coordinate names (default: the first f in traversal order); integrator:
     ``euler`` (thesis) or ``rk4``; initial: {coordinate name: start value} (the dependent
     ones follow from the plan); qd0: full initial velocities (made consistent); position_solver ``triangular`` | ``blocks`` | ``newton``
-    (the Newton baselines on the same generated code). Plan options go to :func:`make_plan`.
+    (the Newton baselines on the same generated code); backend ``numba`` | ``c`` (kernels as C
+    through the system compiler). Plan options go to :func:`make_plan`.
     """
 
     def __init__(self, model: CompiledModel, *, absolute=(), joint_angles=False, cut=(), independent=None,
                  integrator: str = "rk4", position_solver: str = "triangular",
-                 tol: float = 1e-12, max_iter: int = 20, initial=None, qd0=None, **plan_options):
+                 tol: float = 1e-12, max_iter: int = 20, initial=None, qd0=None,
+                 backend: str = "numba", **plan_options):
         from .analysis import POSITION_SOLVERS
         if integrator not in INTEGRATORS:
             raise ModelError(f"unknown integrator {integrator!r}; known: {', '.join(INTEGRATORS)}")
@@ -123,7 +125,9 @@ class EmbeddedDynamics:
         pattern = (f"MNZ_I = np.array({[i for i, _ in nz]}, dtype=np.int64)\n"
                    f"MNZ_J = np.array({[j for _, j in nz]}, dtype=np.int64)\n")
         self.generated = generate(eqs, self.plan, name=f"{model.name}_embedded",
-                                  extra_kernels=kernels, extra_source=pattern + _EMBEDDED)
+                                  extra_kernels=kernels, extra_source=pattern + _EMBEDDED,
+                                  backend=backend)
+        self.backend = self.generated.module.BACKEND
         self.generation_seconds = _time.perf_counter() - start
         self.q_initial = self.plan.solve(eqs.q0)
         self.qd_initial = np.zeros(n) if qd0 is None else np.asarray(qd0, float)

@@ -64,7 +64,10 @@ class GeneratedKinematics:
 
 
 def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
-             with_gamma: bool = True, extra_kernels=(), extra_source: str = "") -> GeneratedKinematics:
+             with_gamma: bool = True, extra_kernels=(), extra_source: str = "",
+             backend: str = "numba") -> GeneratedKinematics:
+    """Kernels of ``system`` and ``plan`` (plus ``extra_kernels``) in one module; ``backend``
+    ``"c"`` compiles the expression kernels as C (:func:`~.codegen.build_module`)."""
     q, qd, sub = coordinate_symbols(system)
     rq = {**_reads(q), sp.Symbol("t"): "t"}
     every = [e.xreplace(sub).xreplace({T: sp.Symbol("t")}) for e in plan.equations]
@@ -132,7 +135,7 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
                         f"CPTR = np.array({cptr}, dtype=np.int64)",
                         f"CPL = np.array({coupling}, dtype=np.int64)",
                         f"NQ_ = {system.n_q}", f"NC_ = {system.n_c}"])
-    module, ops = build_module(name or system.name, kernels, "\n".join(extra), header)
+    module, ops = build_module(name or system.name, kernels, "\n".join(extra), header, backend)
     tri_ops = _sum_ops([ops[f"tri_{k}"] for k, b in enumerate(plan.blocks) if b.kind == "triangular"])
     ops["position_triangular"] = tri_ops
     return GeneratedKinematics(module, ops, dep, ind)
