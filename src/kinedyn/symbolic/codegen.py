@@ -247,6 +247,8 @@ def count_operations(replacements, reduced) -> dict:
                 c["functions"] += 1
         elif isinstance(e, sp.Piecewise):
             c["comparisons"] += len(e.args) - 1
+        elif getattr(e, "is_guard", False):     # triangular.Clamp / Nearer
+            c["comparisons"] += 1
         elif isinstance(e, (sp.Le, sp.Ge, sp.Lt, sp.Gt)):
             pass
         elif isinstance(e, sp.Function):
