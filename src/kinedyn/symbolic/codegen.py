@@ -79,6 +79,16 @@ class _CPrinter(C99CodePrinter):
             return f"(1.0/kd_ipow({self._print(e.base)}, {-int(e.exp)}))"
         return super()._print_Pow(e)
 
+    def _print_Function(self, e):
+        """The triangular guards (``Clamp``: max(d, 0); ``Nearer``: x if |u| <= |v| else y)."""
+        name = type(e).__name__
+        if name == "Clamp":
+            return f"fmax({self._print(e.args[0])}, 0.0)"
+        if name == "Nearer":
+            u, v, x, y = (self._print(a) for a in e.args)
+            return f"((fabs({u}) <= fabs({v})) ? ({x}) : ({y}))"
+        return super()._print_Function(e)
+
 
 _printer = _Printer({"standard": "python3", "fully_qualified_modules": True})
 _cprinter = _CPrinter()
