@@ -135,3 +135,20 @@ def test_cholesky_pattern_includes_fill():
     band = np.eye(5, dtype=bool) | np.eye(5, k=1, dtype=bool) | np.eye(5, k=-1, dtype=bool)
     ptr, idx = cholesky_pattern(band)
     assert [list(idx[ptr[i]:ptr[i + 1]]) for i in range(5)] == [[], [0], [1], [2], [3]]
+
+
+@pytest.mark.slow
+def test_gough_stewart_baselines_follow_the_embedded_run():
+    """The thesis's run (section 4.2.5, 24 mixed coordinates, leg forces, no gravity): Baumgarte
+    (1, 18) and the one-iteration penalty keep |Phi| at the thesis's order (9.5e-6, 1.3e-5)
+    and follow the embedded platform pose."""
+    model = kinedyn.models.get("gough-stewart").compile({"g": 0.0})
+    emb = EmbeddedDynamics(model, integrator="euler", absolute=["platform"])
+    ref = emb.simulate(1.0, 1e-3)
+    for dyn, peak in ((StabilizedDynamics(emb, "baumgarte", alpha=1, beta=18), 2e-5),
+                      (StabilizedDynamics(emb, "penalty", rho=1e3, omega=18, zeta=1), 1e-4)):
+        res = dyn.simulate(1.0, 1e-3)
+        assert 1e-9 < res.channel("residual.position").max() <= peak
+        for name in ref.names("body.platform.*"):
+            if not name.endswith("_dd"):
+                assert np.abs(res.channel(name) - ref.channel(name)).max() <= 2e-3, name
