@@ -101,22 +101,7 @@ class Kinematics:
         self.f = formulation_for(model)
         self.model = self.f.model
         self.tuning = None
-        if strategy == "auto":
-            from .autotune import tune
-            self.tuning = tune(self.model, tol=tol, max_iter=max_iter, fixed=fixed_iterations,
-                               t0=t0, q_guess=q_guess, solver=solver, threads=threads,
-                               retune=retune)
-            choice = self.tuning.choice
-            strategy, solver, threads = choice.strategy, choice.solver, choice.threads
-        solver = solver or "sparse"
-        threads = threads or (1, None)
-        if threads[0] > 1 and strategy != "groups":
-            raise ModelError("outer threads solve structural groups in parallel: they need "
-                             "strategy='groups'")
-        self.strategy = strategy
         self.engine = None
-        self.threads = threads
-        self.solver_name = solver
         self.tol = float(tol)
         self.max_iter = int(max_iter)
         self.fixed = bool(fixed_iterations)
@@ -145,6 +130,22 @@ class Kinematics:
                 f"kinematic analysis needs every degree of freedom driven, but {self.model.name!r} "
                 f"has {self.f.n_q - len(rows)} left after its drivers (Jacobian rank {len(rows)} "
                 f"of {self.f.n_q} coordinates); add drivers or use dynamics")
+        if strategy == "auto":  # the rows are known now: no other analysis is built on a cache hit
+            from .autotune import tune
+            from .groups import find_groups
+            widest = max(len(level) for level in find_groups(self.f, self.rows).levels)
+            self.tuning = tune(self.model, widest_level=widest, tol=tol, max_iter=max_iter,
+                               fixed=fixed_iterations, t0=t0, q_guess=q_guess, solver=solver,
+                               threads=threads, retune=retune)
+            choice = self.tuning.choice
+            strategy, solver, threads = choice.strategy, choice.solver, choice.threads
+        threads = threads or (1, None)
+        if threads[0] > 1 and strategy != "groups":
+            raise ModelError("outer threads solve structural groups in parallel: they need "
+                             "strategy='groups'")
+        self.strategy = strategy
+        self.threads = threads
+        self.solver_name = solver or "sparse"
         self._make_engine()
         self._build_solver(q, t0)
         self._warm_up()
