@@ -20,7 +20,7 @@ import time as _time
 import numpy as np
 import sympy as sp
 
-from ..errors import ModelError, SolverError
+from ..errors import ModelError, SingularConfigurationError, SolverError
 from ..io.results import Results
 from ..model.compiled import FRAME_CODE, CompiledModel
 from .analysis import _channels, _planar_options, coordinates
@@ -163,6 +163,45 @@ class EmbeddedDynamics:
     def operations(self) -> dict:
         return self.generated.operations
 
+    def _failure(self, q, t_good: float, t_fail: float) -> SolverError:
+        """Why the run stopped: Phi_d's conditioning at the last good state, the constraints
+        of its weakest direction, and the best other choice of one independent coordinate.
+
+        A Phi_d that becomes singular while Phi_q keeps full rank means the independent
+        coordinate(s) reach a limit position -- the end of their assemblable range, through
+        which the mechanism moves on while they reverse (the free Stephenson-III's beta1 at
+        t = 0.375 s) -- so an embedding in them cannot continue past it."""
+        sys_ = self.system
+        J = sys_.jacobian(q, t_good)
+        ind, dep = list(sys_.independent), list(sys_.dependent)
+        names = [c.name for c in sys_.coordinates]
+
+        def condition(cols):
+            U, sv, _ = np.linalg.svd(J[:, cols])
+            return sv[-1] / sv[0], U[:, -1]
+
+        cur, weak = condition(dep)
+        full = np.linalg.svd(J, compute_uv=False)
+        options = []
+        for a in ind:
+            for b in dep:
+                new = sorted(set(ind) - {a} | {b})
+                options.append((condition([i for i in range(sys_.n_q) if i not in new])[0],
+                               [names[i] for i in new]))
+        best = max(options)
+        worst = [sys_.constraint_names[i] for i in np.argsort(-np.abs(weak))[:4]]
+        text = (f"{sys_.name}: the {self.position_solver} position solver failed in the embedded "
+                f"dynamics (last good state t = {t_good:.6g} s: cond. of Phi_d "
+                f"sigma_min/sigma_max = {cur:.2g}, of Phi_q {full[-1] / full[0]:.2g})")
+        if cur < 1e-3 and full[-1] / full[0] > 1e-2:
+            text += (f"; the independent coordinate(s) {[names[i] for i in ind]} reach a limit "
+                     "position (end of their assemblable range, which the motion passes while "
+                     "they reverse), so an embedding in them cannot continue; at this state "
+                     f"independent={best[1]} gives {best[0]:.2g}")
+            return SingularConfigurationError(text, time=t_fail, constraints=worst)
+        return SolverError(text + f"; best other choice here: independent={best[1]} "
+                           f"({best[0]:.2g})", time=t_fail, constraints=worst)
+
     def simulate(self, t_end: float, dt: float, *, _warm: bool = False) -> Results:
         """Fixed-step run; channels as :class:`TriangularKinematics` plus ``energy``."""
         n_steps = int(round(t_end / dt))
@@ -175,13 +214,17 @@ class EmbeddedDynamics:
         it = np.zeros(n_steps + 1, np.int64)
         q, qd = self.q_initial.copy(), self.qd_initial.copy()
         wall, cpu = _time.perf_counter(), _time.thread_time()
-        k = self.generated.module.run_embedded(INTEGRATORS[self.integrator], self.mode, times, q, qd,
-                                               Q, QD, QDD, res, energy, it, self.tol, self.max_iter)
+        try:
+            k = self.generated.module.run_embedded(INTEGRATORS[self.integrator], self.mode, times,
+                                                   q, qd, Q, QD, QDD, res, energy, it, self.tol,
+                                                   self.max_iter)
+        except np.linalg.LinAlgError:        # a Newton block met NaN (a closed form lost its root)
+            k = int(np.flatnonzero(np.abs(Q).sum(axis=1) > 0).max(initial=0)) + 1
         wall, cpu = _time.perf_counter() - wall, _time.thread_time() - cpu
+        if k < 0 and self.mode == 0 and res.max() > 1e-8:   # a closed form without a real root
+            k = int(np.argmax(res > 1e-8))
         if k >= 0:
-            raise SolverError(f"{self.system.name}: the {self.position_solver} position solver "
-                              "failed in the embedded dynamics", time=float(times[k]),
-                              constraints=list(self.system.constraint_names[:3]))
+            raise self._failure(Q[max(k - 1, 0)], float(times[max(k - 1, 0)]), float(times[k]))
         ch = _channels(self.system, Q, QD, QDD, res, it)
         ch["energy"] = energy
         summary = {"model": self.system.name, "analysis": "dynamics", "method": "embedded",
