@@ -11,9 +11,11 @@ import pytest
 from kinedyn.dynamics import Dynamics
 from kinedyn.dynamics import integrators as I
 from kinedyn.dynamics.hdca import HDCA
+from kinedyn.dynamics.hdca_team import ThreadedHDCA
 from kinedyn.errors import ModelError
 from kinedyn.formulations.hamiltonian import Hamiltonian
 from kinedyn.formulations.hamiltonian.dense import make_dense, mass_and_bias
+from kinedyn.formulations.hamiltonian.team import make_plan
 from kinedyn.models import get
 
 
@@ -99,19 +101,52 @@ def test_agrees_with_natural_coordinates(name, dt, tol):
         assert res.summary["max_loop_closure"]["angle"] < 1e-12
 
 
-@pytest.mark.parametrize("name", ["cart-pendulum-64", "four-bar-hdca"])
-def test_serial_and_parallel_are_identical(name):
+@pytest.mark.parametrize("name, workers", [("cart-pendulum-64", 2), ("cart-pendulum-37", 3),
+                                           ("four-bar-hdca", 2), ("double-pendulum", 3)])
+def test_serial_and_threaded_are_identical(name, workers):
+    """The team evaluation (subtrees per worker) and whole threaded runs equal the serial ones
+    bit for bit: derivatives at a random state, RK4 / Euler / semi-implicit Euler runs."""
     h = Hamiltonian(get(name).compile())
-    serial = h.make_data(None)
-    parallel = h.make_data(1, n_threads=2)  # every level split over two threads
     rng = np.random.default_rng(7)
     q, p = h.q0 + 0.1 * rng.normal(size=h.n_j), rng.normal(size=h.n_j)
-    a = h.state_derivative(q, p, serial)
-    b = h.state_derivative(q, p, parallel)
-    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
-    rs = HDCA(h).simulate(0.05, 1e-3)
-    rp = HDCA(h, parallel=True, min_parallel=1).simulate(0.05, 1e-3)
-    assert np.array_equal(rs.q, rp.q) and np.array_equal(rs.p, rp.p)
+    qd, pd = h.state_derivative(q, p)
+    team = ThreadedHDCA(h.data, h.make_work(), workers)
+    plan = team.plan
+    owned = np.concatenate([plan.joints, plan.boundary])
+    assert sorted(owned) == list(range(h.n_j))  # every joint rate computed exactly once
+    assert sorted(np.concatenate([plan.nodes, plan.top])) == list(range(h.n_b, 2 * h.n_b - 1))
+    scratch = np.zeros((6, 2 * h.n_j))
+    assert team.derivative(np.concatenate([q, p]), scratch, 3) == 0
+    assert np.array_equal(scratch[0], np.concatenate([qd, pd]))
+    team.close()
+    for integrator in ("rk4", "euler", "semi-implicit-euler"):
+        rs = HDCA(h, integrator=integrator).simulate(0.05, 1e-3, record_every=5)
+        rp = HDCA(h, integrator=integrator, parallel=True, threads=workers).simulate(
+            0.05, 1e-3, record_every=5)
+        assert np.ptp(rs.q[:, 0]) > 0 or np.ptp(rs.q[:, -1]) > 0  # it moves
+        assert np.array_equal(rs.q, rp.q) and np.array_equal(rs.p, rp.p), integrator
+
+
+def test_threaded_float32_run_equals_serial():
+    m = get("cart-pendulum-16").compile()
+    rs = HDCA(m, precision="float32").simulate(0.05, 1e-3, record_every=5)
+    rp = HDCA(m, precision="float32", parallel=True).simulate(0.05, 1e-3, record_every=5)
+    assert rp.q.dtype == np.float32 and rp.summary["threads"] == 2
+    assert np.ptp(rs.q[:, 2]) > 1e-3 and np.array_equal(rs.q, rp.q)
+    assert np.array_equal(rs.p, rp.p)
+
+
+def test_team_plan_splits_the_tree_into_subtrees():
+    h = Hamiltonian(get("cart-pendulum-64").compile())  # 65 bodies: subtrees of 33 and 32
+    plan = make_plan(h.data, 2)
+    assert list(plan.body_lo) == [33, 0] and list(plan.body_hi) == [65, 33]
+    assert list(plan.top) == [h.tree.root] and list(plan.boundary) == [33]
+    for w in range(2):
+        nodes = plan.nodes[plan.node_ptr[w]:plan.node_ptr[w + 1]]
+        assert len(nodes) == plan.body_hi[w] - plan.body_lo[w] - 1
+        assert all(plan.body_lo[w] <= h.tree.first[c] and h.tree.last[c] < plan.body_hi[w]
+                   for c in nodes)
+        assert np.all(np.diff(h.tree.height[nodes]) >= 0)  # children before parents
 
 
 def test_float32_tracks_float64():

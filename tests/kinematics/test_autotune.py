@@ -52,11 +52,12 @@ def test_cache_is_hit_the_second_time_and_retune_measures_again(cache, monkeypat
     m = get("four-bar-driven").compile()
     first = Kinematics(m, strategy="auto").tuning
     assert [p.stem for p in cache.glob("*.json")] == [first.key]
-    measured = []
-    real = autotune._measure
+    measured, built = [], []
+    real, real_build = autotune._measure, autotune._build
     monkeypatch.setattr(autotune, "_measure", lambda *a: measured.append(1) or real(*a))
+    monkeypatch.setattr(autotune, "_build", lambda *a: built.append(1) or real_build(*a))
     second = Kinematics(m, strategy="auto").tuning
-    assert second.cached and not measured
+    assert second.cached and not measured and not built  # a hit builds no other analysis
     assert second.choice == first.choice and second.rows == first.rows
     assert "cached in" in str(second)
     third = Kinematics(m, strategy="auto", retune=True).tuning

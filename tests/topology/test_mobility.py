@@ -24,7 +24,8 @@ KNOWN = {"double-pendulum": (2, 0), "four-bar": (1, 0), "four-bar-driven": (1, 1
          # the Jacobian rank gives the true 6 (tests/kinematics/test_mobility.py)
          "scissor-platform-6x1": (-6, 6),
          "stephenson3": (1, 0), "stephenson3-beta1": (1, 1), "stephenson3-theta1": (1, 1),
-         "landing-gear": (1, 0), "landing-gear-driven": (1, 1)}
+         "landing-gear": (1, 0), "landing-gear-driven": (1, 1),
+         "five-link": (1, 0), "double-wishbone-driven": (2, 2)}
 
 
 def test_every_library_model_is_listed():

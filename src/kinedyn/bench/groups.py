@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 import warnings
 from pathlib import Path
 
@@ -54,14 +55,20 @@ def _threads(strategy: str, solver: str, cores: int):
 
 
 def _us_per_step(kin: Kinematics, steps: int, repeat: int, cpu: dict | None = None) -> float:
-    """Median wall µs per step; ``cpu[...]`` receives the median CPU µs of the calling thread
+    """Median wall µs per step; ``cpu["us"]`` receives the median CPU µs of the calling thread
     (on a loaded machine the part of the wall time this run really computed - for one outer
-    thread the whole run)."""
+    thread the whole run) and ``cpu["process_us"]`` the CPU µs of every thread of the process
+    (with two outer threads: both workers, spinning at the barrier included)."""
     t_end = steps * DT
     kin.simulate(min(t_end, 5 * DT), DT)  # warm caches
-    runs = [kin.simulate(t_end, DT).summary for _ in range(repeat)]
+    runs, proc = [], []
+    for _ in range(repeat):
+        p = time.process_time()
+        runs.append(kin.simulate(t_end, DT).summary)
+        proc.append((time.process_time() - p) / runs[-1]["steps"] * 1e6)
     if cpu is not None:
         cpu["us"] = float(np.median([r["cpu_us_per_step"] for r in runs]))
+        cpu["process_us"] = float(np.median(proc))
     return float(np.median([r["us_per_step"] for r in runs]))
 
 
@@ -94,11 +101,13 @@ def _release():
 
 
 def _best(model, strategy, solver, steps, repeat, fixed, cores):
-    """(µs, threads, all timings) of the fastest thread combination."""
-    timings = {th: _case(model, strategy, solver, th, steps, repeat, fixed)
-               for th in _threads(strategy, solver, cores)}
+    """(µs, threads, all timings, CPU µs of each) of the fastest thread combination."""
+    timings, cpus = {}, {}
+    for th in _threads(strategy, solver, cores):
+        cpus[th] = {}
+        timings[th] = _case(model, strategy, solver, th, steps, repeat, fixed, cpus[th])
     th = min(timings, key=timings.get)
-    return timings[th], th, timings
+    return timings[th], th, timings, cpus
 
 
 def _steps_for(n_q: int, quick: bool) -> int:
@@ -206,10 +215,16 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
         for strategy, solver in VARIANTS:
             if (strategy, solver) == ("global", "dense") and n_q > DENSE_LIMIT:
                 continue
-            us, th, _ = _best(model, strategy, solver, steps, repeat, True, cores)
+            us, th, timings, cpus = _best(model, strategy, solver, steps, repeat, True, cores)
             times[strategy, solver] = us
             row[f"{strategy}-{solver} µs"] = us
             row[f"{strategy}-{solver} threads"] = f"{th[0]}x{th[1]}"
+            if solver == "sparse":  # every thread combination, with CPU (loaded machine)
+                for c in sorted(timings):
+                    tag = f"{strategy}-sparse {c[0]}x{c[1]}"
+                    row[f"{tag} µs"] = timings[c]
+                    row[f"{tag} cpu µs (stepping thread)"] = cpus[c]["us"]
+                    row[f"{tag} cpu µs (all threads)"] = cpus[c]["process_us"]
         base = times["global", "sparse"]
         for key, us in times.items():
             row[f"speed-up {key[0]}-{key[1]}"] = base / us

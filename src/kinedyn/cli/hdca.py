@@ -24,7 +24,7 @@ def register(sub) -> None:
     p.add_argument("--precision", choices=("float64", "float32", "both"), default="float64",
                    help="arithmetic (default float64; both: float32 overlaid)")
     p.add_argument("--parallel", action="store_true",
-                   help="evaluate wide tree levels in threads")
+                   help="run on a team of 2 threads (one subtree of the assembly tree each)")
     p.add_argument("--no-reference", action="store_true",
                    help="skip the natural-coordinate reference solution")
     p.add_argument("--out", metavar="DIR", help="output folder (default results/<model>-hdca)")

@@ -42,20 +42,23 @@ class HDCA:
     model: CompiledModel or a :class:`~kinedyn.formulations.hamiltonian.Hamiltonian`.
     integrator: ``euler``, ``semi-implicit-euler`` or ``rk4``.
     precision: ``float64`` or ``float32``.
-    parallel: evaluate tree levels of at least ``min_parallel`` nodes in Numba threads.
+    parallel: run on a team of ``threads`` threads, the assembly tree split by subtrees
+        (:mod:`.hdca_team`; bit-for-bit the serial result).
     q0, p0: initial joint coordinates (default: the model's configuration) and canonical
         momenta (default zero: released from rest).
     """
 
     def __init__(self, model, *, integrator: str = "rk4", precision: str = "float64",
-                 parallel: bool = False, min_parallel: int = 64, q0=None, p0=None):
+                 parallel: bool = False, threads: int = 2, q0=None, p0=None):
         self.h = model if isinstance(model, Hamiltonian) else Hamiltonian(model)
         self.integrator = integrator
         self.integrator_code = I.integrator_code(integrator)
         self.precision = precision
         self.parallel = bool(parallel)
-        self.data = self.h.make_data(min_parallel if parallel else None, precision)
+        self.threads = int(threads) if parallel else 1
+        self.data = self.h.make_data(precision)
         self.work = self.h.make_work(self.data)
+        self._team = None
         dt = self.data.mass.dtype
         n = self.h.n_j
         q = self.h.q0 if q0 is None else np.asarray(q0, float)
@@ -72,9 +75,19 @@ class HDCA:
         y = self.y0.copy()
         out = np.zeros((n_steps // record_every + 1, len(y)), y.dtype)
         scratch = np.zeros((6, len(y)), y.dtype)
+        if self.parallel and self._team is None:
+            from .hdca_team import ThreadedHDCA
+            self._team = ThreadedHDCA(self.data, self.work, self.threads)
+            self._team.run(y.copy(), dt, 0, self.integrator_code, 1, out[:1].copy(),
+                           scratch)  # load (or compile) the worker kernel outside the timing
         start = _time.perf_counter()
-        st, k = I.integrate_fixed(self.data, self.work, y, t0, dt, n_steps, self.integrator_code,
-                                  self.h.n_j, False, record_every, out, scratch)
+        if self.parallel:
+            st, k = self._team.run(y, dt, n_steps, self.integrator_code, record_every, out,
+                                   scratch)
+        else:
+            st, k = I.integrate_fixed(self.data, self.work, y, t0, dt, n_steps,
+                                      self.integrator_code, self.h.n_j, False, record_every, out,
+                                      scratch)
         wall = _time.perf_counter() - start
         if st != 0:
             raise SolverError("HDCA: singular joint constraint matrix (C of eq. 33 or eta of "
@@ -99,7 +112,7 @@ class HDCAResults(Results):
         summary = {
             "model": h.model.name, "analysis": "dynamics", "formulation": "hamiltonian",
             "method": "hdca", "integrator": run.integrator, "precision": run.precision,
-            "parallel": run.parallel, "bodies": h.n_b, "joints": n, "closed_loop": h.closed,
+            "parallel": run.parallel, "threads": run.threads, "bodies": h.n_b, "joints": n, "closed_loop": h.closed,
             "tree_depth": h.tree.depth, "t0": float(times[0]), "t_end": float(times[-1]),
             "dt": dt, "steps": n_steps, "wall_time_s": wall,
             "us_per_step": wall / max(n_steps, 1) * 1e6,

@@ -324,11 +324,10 @@ def _complete_state(system, work, y, t):
         _extrapolate(system.plan.cols, t - work.last[0], work.q, work.qd)
         st, it, err = K.position_tracking(aug.form, work.aug.form, system.dep_solver,
                                           work.dep_solver, system.plan, work.plan, work.q, t,
-                                          system.tol, system.max_iter, False)
+                                          system.tol, system.max_iter)
     else:
         st, it, err = K.position(aug.form, work.aug.form, system.dep_solver, work.dep_solver,
-                                 system.plan, work.plan, work.q, t, system.tol, system.max_iter,
-                                 False)
+                                 system.plan, work.plan, work.q, t, system.tol, system.max_iter)
     if st != 0:
         work.last[1] = 0.0
     else:

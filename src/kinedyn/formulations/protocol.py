@@ -103,6 +103,13 @@ built. Status 0 = ok, 1 = (numerically) singular, 2 = pivot too small for the st
 solve = _stub("solve")
 """solve(solver, work, rhs): overwrite ``rhs`` with the solution, using the last factorisation."""
 
+solve_pair = _stub("solve_pair")
+"""solve_pair(solver, work, a, b): ``solve`` of two right-hand sides with the same
+factorisation. A solver that does both in one pass implements it and adds its class to
+``FUSED_SOLVE_PAIR``; for the others it is two calls of ``solve``."""
+
+FUSED_SOLVE_PAIR: set = set()
+
 
 def _no_post(system, work, y, t):
     return 0
@@ -175,4 +182,13 @@ def _ov_phi_and_phi_q(data, work, q, t, rows, phi, values):
         def impl(data, work, q, t, rows, phi, values):
             calc_phi(data, work, q, t, rows, phi)
             calc_phi_q(data, work, q, t, rows, values)
+        return impl
+
+
+@overload(solve_pair, jit_options=JIT, inline="always")
+def _ov_solve_pair(solver, work, a, b):
+    if getattr(solver, "instance_class", None) not in FUSED_SOLVE_PAIR:
+        def impl(solver, work, a, b):
+            solve(solver, work, a)
+            solve(solver, work, b)
         return impl

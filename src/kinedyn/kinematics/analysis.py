@@ -66,8 +66,10 @@ class Kinematics:
     model: a CompiledModel (natural coordinates are used) or a formulation object.
     solver: ``"sparse"`` (static-pivot sparse LU, default) or ``"dense"`` (LAPACK LU).
     tol: Newton tolerance on max |Phi| (model units: m or m^2).
-    max_iter: iteration limit; with ``fixed_iterations=True`` exactly ``max_iter`` Newton
-        iterations are done per step, as in real-time use (the paper's tEnd2).
+    max_iter: iteration limit; with ``fixed_iterations=True`` exactly ``max_iter`` (>= 1) Newton
+        iterations are done per step, as in real-time use (the paper's tEnd2), one
+        factorisation each, the last one reused for velocities and accelerations
+        (:func:`.kernels.paper_step`).
     t0: time of the initial assembly.
     strategy: ``"global"`` (all coordinates at once) or ``"groups"`` (Group Equations: structural
         groups in the order of their dependency DAG, see :mod:`.grouped`); same results.
@@ -93,25 +95,13 @@ class Kinematics:
             if int(outer) < 1 or (inner is not None and int(inner) < 1):
                 raise ModelError(f"threads must be positive, got {threads!r}")
             threads = (int(outer), None if inner is None else int(inner))
+        if fixed_iterations and max_iter < 1:
+            raise ModelError(f"fixed_iterations needs max_iter >= 1 (the Newton iterations per "
+                             f"step), got {max_iter}")
         self.f = formulation_for(model)
         self.model = self.f.model
         self.tuning = None
-        if strategy == "auto":
-            from .autotune import tune
-            self.tuning = tune(self.model, tol=tol, max_iter=max_iter, fixed=fixed_iterations,
-                               t0=t0, q_guess=q_guess, solver=solver, threads=threads,
-                               retune=retune)
-            choice = self.tuning.choice
-            strategy, solver, threads = choice.strategy, choice.solver, choice.threads
-        solver = solver or "sparse"
-        threads = threads or (1, None)
-        if threads[0] > 1 and strategy != "groups":
-            raise ModelError("outer threads solve structural groups in parallel: they need "
-                             "strategy='groups'")
-        self.strategy = strategy
         self.engine = None
-        self.threads = threads
-        self.solver_name = solver
         self.tol = float(tol)
         self.max_iter = int(max_iter)
         self.fixed = bool(fixed_iterations)
@@ -140,6 +130,22 @@ class Kinematics:
                 f"kinematic analysis needs every degree of freedom driven, but {self.model.name!r} "
                 f"has {self.f.n_q - len(rows)} left after its drivers (Jacobian rank {len(rows)} "
                 f"of {self.f.n_q} coordinates); add drivers or use dynamics")
+        if strategy == "auto":  # the rows are known now: no other analysis is built on a cache hit
+            from .autotune import tune
+            from .groups import find_groups
+            widest = max(len(level) for level in find_groups(self.f, self.rows).levels)
+            self.tuning = tune(self.model, widest_level=widest, tol=tol, max_iter=max_iter,
+                               fixed=fixed_iterations, t0=t0, q_guess=q_guess, solver=solver,
+                               threads=threads, retune=retune)
+            choice = self.tuning.choice
+            strategy, solver, threads = choice.strategy, choice.solver, choice.threads
+        threads = threads or (1, None)
+        if threads[0] > 1 and strategy != "groups":
+            raise ModelError("outer threads solve structural groups in parallel: they need "
+                             "strategy='groups'")
+        self.strategy = strategy
+        self.threads = threads
+        self.solver_name = solver or "sparse"
         self._make_engine()
         self._build_solver(q, t0)
         self._warm_up()

@@ -169,21 +169,21 @@ def _save(t: Tuning, model_name: str) -> None:
         t.path = None
 
 
-def tune(model, *, tol: float, max_iter: int, fixed: bool, t0: float = 0.0, q_guess=None,
-         solver: str | None = None, threads=None, retune: bool = False,
+def tune(model, *, widest_level: int, tol: float, max_iter: int, fixed: bool, t0: float = 0.0,
+         q_guess=None, solver: str | None = None, threads=None, retune: bool = False,
          steps: int = TRIAL_STEPS, dt: float = TRIAL_DT, rounds: int = ROUNDS) -> Tuning:
-    """Time the candidates on ``model`` (a CompiledModel) and choose the fastest (cached)."""
+    """Time the candidates on ``model`` (a CompiledModel) and choose the fastest (cached).
+
+    ``widest_level``: the number of groups on the widest level of the model's structural-group
+    DAG (the caller, :class:`~.analysis.Kinematics`, knows it once its rows are chosen), the
+    most outer threads worth trying. On a cache hit nothing else is built or run."""
     from .analysis import Kinematics
-    from .groups import find_groups
     cores = os.cpu_count() or 1
     settings = {"tol": float(tol), "max_iter": int(max_iter), "fixed": bool(fixed),
                 "solver": solver, "threads": None if threads is None else list(threads)}
     key = model_key(model, settings)
     path = cache_dir() / f"{key}.json"
-    probe = _build(Kinematics, model, Candidate("global", solver or "sparse", (1, 1)), tol,
-                   max_iter, fixed, t0, q_guess)
-    widest = max(len(level) for level in find_groups(probe.f, probe.rows).levels)
-    allowed = candidates(widest, cores, solver, threads)
+    allowed = candidates(widest_level, cores, solver, threads)
     if not retune:
         cached = _load(path, key, allowed)
         if cached is not None:

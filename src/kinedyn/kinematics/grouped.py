@@ -122,7 +122,8 @@ class GroupEngine:
 @nb.njit(cache=True, nogil=True, forceinline=True)
 def _group_pva(data, work, solvers, sworks, plans, pws, g, q, qd, qdd, t, tol, max_iter, fixed,
                track):
-    """Position (eq. 1), velocity (eq. 2) and acceleration (eq. 3) of group ``g``.
+    """Position (eq. 1), velocity (eq. 2) and acceleration (eq. 3) of group ``g``
+    (:func:`.kernels.step`: the paper's step with ``fixed``, else converged).
 
     ``track``: the group's solver holds the factorisation of its block at the previous step's
     solution, so the position problem starts with chord iterations
@@ -131,16 +132,8 @@ def _group_pva(data, work, solvers, sworks, plans, pws, g, q, qd, qdd, t, tol, m
     it calls) into its callers, so the tuples of every group are never copied into a call
     frame; only group ``g``'s members are picked out, once.
     """
-    solver, swork, plan, pw = solvers[g], sworks[g], plans[g], pws[g]
-    if track:
-        st, it, err = K.position_tracking(data, work, solver, swork, plan, pw, q, t, tol,
-                                          max_iter, fixed)
-    else:
-        st, it, err = K.position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed)
-    if st == K.OK:
-        K.velocity(data, work, solver, swork, plan, pw, q, qd, t)
-        K.acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t)
-    return st, it, err
+    return K.step(data, work, solvers[g], sworks[g], plans[g], pws[g], q, qd, qdd, t, tol,
+                  max_iter, fixed, track)
 
 
 @nb.njit(cache=True, nogil=True, forceinline=True)

@@ -89,11 +89,9 @@ def newton_update(solver, swork, plan, pw, q):
 
 
 @nb.njit(**_STEP)
-def position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed, evaluated=False):
-    """Newton-Raphson on the plan's rows for its columns, q updated in place.
-
-    With ``fixed`` true exactly ``max_iter`` iterations are done (real-time use) and the
-    Jacobian of the final iterate is factorised for the velocity problem. ``evaluated``: the
+def position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, evaluated=False):
+    """Newton-Raphson on the plan's rows for its columns to max |Phi| <= tol, q updated in
+    place (for the paper's fixed number of iterations see :func:`paper_step`). ``evaluated``: the
     caller already put Phi and Phi_q at q into ``pw``. Returns ``(status, iterations,
     residual)``; on return with status 0 the solver holds the factorisation of the Jacobian at
     the returned q.
@@ -113,7 +111,7 @@ def position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed, ev
         st = protocol.factorize(solver, swork, pw.values)
         if st != OK:
             return st, it, err
-        if (fixed and it >= max_iter) or (not fixed and err <= tol):
+        if err <= tol:
             return OK, it, err
         if it >= max_iter:
             return NO_CONVERGENCE, it, err
@@ -122,7 +120,7 @@ def position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed, ev
 
 
 @nb.njit(**_STEP)
-def position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed):
+def position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter):
     """Position problem along a trajectory: chord (modified Newton) iterations with the
     factorisation the solver already holds - the Jacobian at the previous step's solution -
     then one factorisation at the solution for the velocity and acceleration problems.
@@ -146,13 +144,13 @@ def position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter, 
         err = max_abs(pw.phi)
         if err != err or err == np.inf:
             return LOST, it, err
-        if (fixed and it >= max_iter) or (not fixed and err <= tol):
+        if err <= tol:
             if it == 0:
                 protocol.calc_phi_q(data, work, q, t, plan.rows, pw.values)
             return protocol.factorize(solver, swork, pw.values), it, err
         if it >= max_iter or err > CHORD_RATE * prev:
             st, more, err = position(data, work, solver, swork, plan, pw, q, t, tol,
-                                     max_iter - it, fixed, it > 0)
+                                     max_iter - it, it > 0)
             return st, it + more, err
         prev = err
         newton_update(solver, swork, plan, pw, q)
@@ -160,13 +158,25 @@ def position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter, 
 
 
 @nb.njit(**_STEP)
+def velocity_rhs(data, work, plan, values, q, qd, t, out):
+    """out = -Phi_t - Phi_h hd (eq. 2), the coupling entries Phi_h from ``values``."""
+    protocol.calc_phi_t(data, work, q, t, plan.rows, out)
+    for i in range(out.shape[0]):
+        out[i] = -out[i]
+    couple(plan, values, qd, out)
+
+
+@nb.njit(**_STEP)
+def couple(plan, values, x, out):
+    """out -= Phi_h x: the coupling of the plan's rows to the known coordinates."""
+    for k in range(plan.coupling_pos.shape[0]):
+        out[plan.coupling_row[k]] -= values[plan.coupling_pos[k]] * x[plan.coupling_col[k]]
+
+
+@nb.njit(**_STEP)
 def velocity(data, work, solver, swork, plan, pw, q, qd, t):
     """Solve the velocity problem with the current factorisation; qd[cols] updated."""
-    protocol.calc_phi_t(data, work, q, t, plan.rows, pw.rhs)
-    for i in range(pw.rhs.shape[0]):
-        pw.rhs[i] = -pw.rhs[i]
-    for k in range(plan.coupling_pos.shape[0]):
-        pw.rhs[plan.coupling_row[k]] -= pw.values[plan.coupling_pos[k]] * qd[plan.coupling_col[k]]
+    velocity_rhs(data, work, plan, pw.values, q, qd, t, pw.rhs)
     protocol.solve(solver, swork, pw.rhs)
     for i in range(plan.cols.shape[0]):
         qd[plan.cols[i]] = pw.rhs[i]
@@ -176,11 +186,77 @@ def velocity(data, work, solver, swork, plan, pw, q, qd, t):
 def acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t):
     """Solve the acceleration problem with the current factorisation; qdd[cols] updated."""
     protocol.calc_gamma(data, work, q, qd, t, plan.rows, pw.rhs)
-    for k in range(plan.coupling_pos.shape[0]):
-        pw.rhs[plan.coupling_row[k]] -= pw.values[plan.coupling_pos[k]] * qdd[plan.coupling_col[k]]
+    couple(plan, pw.values, qdd, pw.rhs)
     protocol.solve(solver, swork, pw.rhs)
     for i in range(plan.cols.shape[0]):
         qdd[plan.cols[i]] = pw.rhs[i]
+
+
+@nb.njit(**_STEP)
+def paper_step(data, work, solver, swork, plan, pw, q, qd, qdd, t, tol, n_iter):
+    """The Group Equations paper's step (Algorithm 1, lines 4-5, with tEnd2 = ``n_iter``):
+    exactly ``n_iter`` Newton-Raphson iterations (eq. 1) from q, then velocities (eq. 2) and
+    accelerations (eq. 3), with **one factorisation per iteration and none more**.
+
+    Each iteration factorises Phi_phi at its own iterate q_k and corrects q. The last
+    factorisation, of Phi_phi(q_{n-1}) - the Jacobian the last correction used - also serves
+    the velocity and acceleration problems: the velocity right-hand side -Phi_t - Phi_h hd is
+    taken at the same point q_{n-1} and solved in the same pass over the factors as the last
+    correction (``solve_pair``); gamma is taken at the corrected q and the new velocities.
+    So the step's results satisfy the constraints to second order in the correction: with
+    dq = q_n - q_{n-1}, |Phi(q_n)| = O(|dq|^2) (Newton), and the velocity and acceleration
+    equations at q_n hold up to O(|dq|) (the Jacobian is the one at q_{n-1}).
+
+    Returns ``(status, n_iter, residual)`` with the residual max |Phi(q_{n-1})| that the last
+    iteration corrected (the residuals of the returned state are measured afterwards,
+    :func:`.results.residual_history`). ``n_iter >= 1``.
+    """
+    first = -1.0
+    err = 0.0
+    last = n_iter - 1
+    for it in range(n_iter):
+        protocol.calc_phi_and_phi_q(data, work, q, t, plan.rows, pw.phi, pw.values)
+        err = max_abs(pw.phi)
+        if err != err or err == np.inf:
+            return LOST, it, err
+        if first < 0.0:
+            first = err
+        elif err > DIVERGENCE * max(first, tol):
+            return LOST, it, err
+        st = protocol.factorize(solver, swork, pw.values)
+        if st != OK:
+            return st, it, err
+        for i in range(pw.phi.shape[0]):
+            pw.rhs[i] = -pw.phi[i]
+        if it < last:
+            protocol.solve(solver, swork, pw.rhs)
+        else:  # the last correction and the velocities in one pass (phi is free now)
+            velocity_rhs(data, work, plan, pw.values, q, qd, t, pw.phi)
+            protocol.solve_pair(solver, swork, pw.rhs, pw.phi)
+            for i in range(plan.cols.shape[0]):
+                qd[plan.cols[i]] = pw.phi[i]
+        for i in range(plan.cols.shape[0]):
+            q[plan.cols[i]] += pw.rhs[i]
+    acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t)
+    return OK, n_iter, err
+
+
+@nb.njit(**_STEP)
+def step(data, work, solver, swork, plan, pw, q, qd, qdd, t, tol, max_iter, fixed, track):
+    """Positions, velocities and accelerations of the plan's columns at time t from q: the
+    paper's step with ``fixed`` (:func:`paper_step`); else converged to ``tol``, by chord
+    iterations when ``track`` (the solver holds the factorisation of the previous step,
+    :func:`position_tracking`) or Newton-Raphson. Returns ``(status, iterations, residual)``."""
+    if fixed:
+        return paper_step(data, work, solver, swork, plan, pw, q, qd, qdd, t, tol, max_iter)
+    if track:
+        st, it, err = position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter)
+    else:
+        st, it, err = position(data, work, solver, swork, plan, pw, q, t, tol, max_iter)
+    if st == OK:
+        velocity(data, work, solver, swork, plan, pw, q, qd, t)
+        acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t)
+    return st, it, err
 
 
 @nb.njit(cache=True, nogil=True)
@@ -194,6 +270,8 @@ def run(data_, work_, solver_, swork_, plan_, pw_, times, q, qd, qdd, start, sto
     back from ``out_qdd``), solves positions - by chord iterations (:func:`position_tracking`)
     after the first step, unless ``fixed``: then by exactly ``max_iter`` Newton-Raphson
     iterations, as in the paper - then velocities and accelerations, and writes row ``k``.
+    With ``fixed`` each step is the paper's (:func:`paper_step`: ``max_iter`` Newton
+    iterations, one factorisation each, the last one reused for velocities and accelerations).
     Returns ``(status, step)``: the first failing step, or ``stop``.
     """
     data, work, solver, swork = unmanaged(data_), unmanaged(work_), unmanaged(solver_), unmanaged(swork_)
@@ -209,15 +287,10 @@ def run(data_, work_, solver_, swork_, plan_, pw_, times, q, qd, qdd, start, sto
             h = t - times[k - 1]
             for i in range(q.shape[0]):
                 q[i] += h * qd[i] + 0.5 * h * h * qdd[i]
-        if k == start or fixed:  # no factorisation held yet / the paper's Newton iterations
-            st, it, err = position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed)
-        else:
-            st, it, err = position_tracking(data, work, solver, swork, plan, pw, q, t, tol,
-                                            max_iter, fixed)
+        st, it, err = step(data, work, solver, swork, plan, pw, q, qd, qdd, t, tol, max_iter,
+                           fixed, k > start)
         if st != OK:
             return st, k
-        velocity(data, work, solver, swork, plan, pw, q, qd, t)
-        acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t)
         out_q[k] = q
         out_qd[k] = qd
         out_qdd[k] = qdd
@@ -229,8 +302,4 @@ def run(data_, work_, solver_, swork_, plan_, pw_, times, q, qd, qdd, start, sto
 @nb.njit(cache=True, nogil=True)
 def solve_once(data, work, solver, swork, plan, pw, q, qd, qdd, t, tol, max_iter, fixed):
     """Position, velocity and acceleration at one time (entry point from Python)."""
-    st, it, err = position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, fixed)
-    if st == OK:
-        velocity(data, work, solver, swork, plan, pw, q, qd, t)
-        acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t)
-    return st, it, err
+    return step(data, work, solver, swork, plan, pw, q, qd, qdd, t, tol, max_iter, fixed, False)

@@ -4,7 +4,7 @@ Unknowns: platform position p and orientation R; equations (one per leg k)
 ``f_k = |p + R P_k - B_k|^2 - L_k^2 = 0`` with base joints B_k and platform joints P_k (platform
 frame). Newton-Raphson with the analytic Jacobian ``d f_k = 2 d_k . dp + 2 (R P_k x d_k) . dtheta``
 (d_k = p + R P_k - B_k), the rotation updated on SO(3) by ``R <- exp([dtheta]x) R`` (Rodrigues),
-and a 6x6 Gaussian elimination with partial pivoting - all compiled, allocation-free. Tracking a
+and the 6x6 LU with partial pivoting of :mod:`kinedyn.linalg.small` - all compiled, allocation-free. Tracking a
 trajectory warm-starts from the previous pose.
 """
 from __future__ import annotations
@@ -15,38 +15,7 @@ import numba as nb
 import numpy as np
 
 from ..errors import ConvergenceError, SingularConfigurationError
-
-
-@nb.njit(cache=True, nogil=True)
-def _solve6(A, b):
-    """Solve A x = b in place (b <- x) by Gaussian elimination with partial pivoting."""
-    n = 6
-    for k in range(n):
-        piv = k
-        amax = abs(A[k, k])
-        for i in range(k + 1, n):
-            if abs(A[i, k]) > amax:
-                amax = abs(A[i, k])
-                piv = i
-        if amax < 1e-14:
-            return False
-        if piv != k:
-            for j in range(n):
-                A[k, j], A[piv, j] = A[piv, j], A[k, j]
-            b[k], b[piv] = b[piv], b[k]
-        inv = 1.0 / A[k, k]
-        for i in range(k + 1, n):
-            m = A[i, k] * inv
-            if m != 0.0:
-                for j in range(k + 1, n):
-                    A[i, j] -= m * A[k, j]
-                b[i] -= m * b[k]
-    for k in range(n - 1, -1, -1):
-        s = b[k]
-        for j in range(k + 1, n):
-            s -= A[k, j] * b[j]
-        b[k] = s / A[k, k]
-    return True
+from ..linalg.small import lu_factor, lu_solve
 
 
 @nb.njit(cache=True, nogil=True)
@@ -69,7 +38,7 @@ def _rotate(R, w):
 
 
 @nb.njit(cache=True, nogil=True)
-def forward_kinematics_solve(base, platform, lengths, p, R, tol, max_iter, A, b, w):
+def forward_kinematics_solve(base, platform, lengths, p, R, tol, max_iter, A, b, w, piv):
     """Newton iterations in place on (p, R). Returns (status, iterations, residual):
     status 0 converged, 1 singular Jacobian, 3 no convergence."""
     err = 0.0
@@ -95,8 +64,9 @@ def forward_kinematics_solve(base, platform, lengths, p, R, tol, max_iter, A, b,
             return 0, it, err
         if it == max_iter:
             break
-        if not _solve6(A, b):
+        if not lu_factor(A, 6, piv, 1e-14):
             return 1, it, err
+        lu_solve(A, 6, piv, b)
         p[0] += b[0]
         p[1] += b[1]
         p[2] += b[2]
@@ -111,9 +81,10 @@ def forward_kinematics_track(base, platform, lengths, p, R, tol, max_iter, out_p
     A = np.empty((6, 6))
     b = np.empty(6)
     w = np.empty(3)
+    piv = np.empty(6, np.int64)
     for i in range(lengths.shape[0]):
         st, it, err = forward_kinematics_solve(base, platform, lengths[i], p, R, tol, max_iter,
-                                               A, b, w)
+                                               A, b, w, piv)
         if st != 0:
             return st, i
         out_p[i] = p
@@ -141,6 +112,7 @@ class PlatformForwardKinematics:
         self.R = np.eye(3) if R0 is None else np.array(R0, float).reshape(3, 3)
         self.tol, self.max_iter = float(tol), int(max_iter)
         self._A, self._b, self._w = np.empty((6, 6)), np.empty(6), np.empty(3)
+        self._piv = np.empty(6, np.int64)
 
     def leg_lengths(self, p, R) -> np.ndarray:
         """Inverse kinematics: |p + R P_k - B_k|."""
@@ -151,7 +123,8 @@ class PlatformForwardKinematics:
         """Pose (p, R) for the leg lengths, warm-started from the previous solution."""
         L = np.ascontiguousarray(lengths, float).reshape(6)
         st, it, err = forward_kinematics_solve(self.base, self.platform, L, self.p, self.R,
-                                               self.tol, self.max_iter, self._A, self._b, self._w)
+                                               self.tol, self.max_iter, self._A, self._b, self._w,
+                                               self._piv)
         self._check(st, err, None)
         return self.p.copy(), self.R.copy()
 

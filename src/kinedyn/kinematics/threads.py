@@ -6,7 +6,9 @@ step, every level of the group DAG - happens inside compiled code. Worker ``w`` 
 groups assigned to it on each level (balanced by size), then waits at a barrier until every
 worker has finished that level (the next level reads their coordinates). The barrier is a
 sense-counting spin barrier on atomic integers, yielding the core after a few thousand spins so
-that an oversubscribed machine does not stall. No allocation, no GIL, no Python per step.
+that an oversubscribed machine does not stall. No allocation, no GIL, no Python per step. The
+pool, the atomics and the barrier are the shared :mod:`kinedyn.parallel.team` (also used by
+threaded HDCA); their names stay importable from here.
 
 Each worker extrapolates and records only the coordinates of its own groups, and keeps its own
 residual and iteration maxima (reduced afterwards), so workers never write the same memory.
@@ -15,85 +17,14 @@ The paper's MKL level (threads inside each group's linear algebra) is set with
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
-import llvmlite.binding as llvm
 import numba as nb
 import numpy as np
-from numba import types
-from numba.core import cgutils
-from numba.extending import intrinsic
-from numba.np.arrayobj import make_array
 
 from .._unmanaged import unmanaged
+from ..parallel.team import (ABORT, COUNT, DECISION, GENERATION, SPINS, Team,  # noqa: F401
+                             atomic_add, atomic_load, atomic_store, barrier, sched_yield)
 from . import kernels as K
 from .grouped import _group_pva, predict
-
-# ---- atomics and the barrier ------------------------------------------------------------------
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
-llvm.add_symbol("kinedyn_sched_yield", ctypes.cast(_libc.sched_yield, ctypes.c_void_p).value)
-sched_yield = types.ExternalFunction("kinedyn_sched_yield", types.int32())
-SPINS = 4000  # busy-wait iterations before yielding the core
-
-
-def _pointer(context, builder, sig, args):
-    aryty = sig.args[0]
-    ary = make_array(aryty)(context, builder, args[0])
-    return cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]])
-
-
-@intrinsic
-def atomic_add(typingctx, arr, i, v):
-    """``arr[i] += v`` atomically (int64 array); returns the old value."""
-    def codegen(context, builder, sig, args):
-        return builder.atomic_rmw("add", _pointer(context, builder, sig, args), args[2],
-                                  "seq_cst")
-    return types.int64(arr, i, types.int64), codegen
-
-
-@intrinsic
-def atomic_load(typingctx, arr, i):
-    def codegen(context, builder, sig, args):
-        return builder.load_atomic(_pointer(context, builder, sig, args), "acquire", 8)
-    return types.int64(arr, i), codegen
-
-
-@intrinsic
-def atomic_store(typingctx, arr, i, v):
-    def codegen(context, builder, sig, args):
-        builder.store_atomic(args[2], _pointer(context, builder, sig, args), "release", 8)
-        return context.get_dummy_value()
-    return types.void(arr, i, types.int64), codegen
-
-
-COUNT, GENERATION, ABORT, DECISION = 0, 1, 2, 3
-
-
-@nb.njit(cache=True, nogil=True)
-def barrier(sync, n):
-    """Wait until ``n`` workers arrive; False (for every worker alike) if a worker asked to abort
-    before arriving.
-
-    The last to arrive decides: it copies the abort flag into ``DECISION`` before releasing the
-    others, who read that copy - not the live flag, which a fast worker may already have set
-    while failing in the *next* level (the workers would then disagree and deadlock).
-    """
-    gen = atomic_load(sync, GENERATION)
-    if atomic_add(sync, COUNT, 1) == n - 1:
-        decision = atomic_load(sync, ABORT)
-        atomic_store(sync, DECISION, decision)
-        atomic_store(sync, COUNT, 0)
-        atomic_add(sync, GENERATION, 1)
-        return decision == 0
-    spins = 0
-    while atomic_load(sync, GENERATION) == gen:
-        spins += 1
-        if spins > SPINS:
-            sched_yield()
-    return atomic_load(sync, DECISION) == 0
 
 
 # ---- the worker kernel ------------------------------------------------------------------------
@@ -175,8 +106,7 @@ class ThreadedRunner:
         self.status = np.zeros((self.n, 3), np.int64)
         self.works = (engine.kin.work,) + tuple(engine.kin.f.make_work()
                                                 for _ in range(1, self.n))  # one per thread
-        self.pool = ThreadPoolExecutor(max_workers=self.n - 1, thread_name_prefix="kinedyn-group")
-        self._lock = threading.Lock()
+        self.team = Team(self.n, "kinedyn-group")
 
     def run(self, times, q, qd, qdd, start, stop, tol, max_iter, fixed, extrapolate, outs):
         e = self.engine
@@ -191,11 +121,7 @@ class ThreadedRunner:
                        start, stop, tol, max_iter, fixed, extrapolate, out_q, out_qd, out_qdd,
                        res_w, it_w, self.status)
 
-        with self._lock:
-            futures = [self.pool.submit(work, w) for w in range(1, self.n)]
-            work(0)
-            for f in futures:
-                f.result()
+        self.team.run(work)
         out_res[start:stop] = res_w[:, start:stop].max(axis=0)
         out_iter[start:stop] = it_w[:, start:stop].max(axis=0)
         failed = [w for w in range(self.n) if self.status[w, 0] != K.OK]
@@ -206,4 +132,4 @@ class ThreadedRunner:
         return K.OK, stop, -1
 
     def close(self):
-        self.pool.shutdown(wait=False)
+        self.team.close()

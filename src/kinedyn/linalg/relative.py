@@ -34,6 +34,7 @@ import numba as nb
 import numpy as np
 
 from ..errors import SolverError, UnknownNameError
+from .small import lu_factor, lu_solve
 
 SOLVERS = ("augmented", "reduced", "dbbd", "block", "splu")
 AUGMENTED, REDUCED, DBBD, BLOCK = 0, 1, 2, 3
@@ -205,50 +206,6 @@ def cholesky_solve_dense(L, n, b):
         for k in range(i + 1, n):
             s -= L[k, i] * b[k]
         b[i] = s / L[i, i]
-
-
-@nb.njit(**_JIT)
-def lu_dense(A, n, piv):
-    """In-place LU with partial pivoting; returns False when singular."""
-    for k in range(n):
-        p = k
-        big = abs(A[k, k])
-        for i in range(k + 1, n):
-            if abs(A[i, k]) > big:
-                big = abs(A[i, k])
-                p = i
-        piv[k] = p
-        if big == 0.0:
-            return False
-        if p != k:
-            for j in range(n):
-                A[k, j], A[p, j] = A[p, j], A[k, j]
-        inv = 1.0 / A[k, k]
-        for i in range(k + 1, n):
-            A[i, k] *= inv
-            l = A[i, k]
-            if l != 0.0:
-                for j in range(k + 1, n):
-                    A[i, j] -= l * A[k, j]
-    return True
-
-
-@nb.njit(**_JIT)
-def lu_solve_dense(A, n, piv, b):
-    for k in range(n):
-        p = piv[k]
-        if p != k:
-            b[k], b[p] = b[p], b[k]
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= A[i, k] * b[k]
-        b[i] = s
-    for i in range(n - 1, -1, -1):
-        s = b[i]
-        for k in range(i + 1, n):
-            s -= A[i, k] * b[k]
-        b[i] = s / A[i, i]
 
 
 # ---- Fig. 7: DBBD sparse Cholesky --------------------------------------------------------
@@ -433,14 +390,14 @@ def solve_accelerations(solver, work, a_values, B_values, Q, gamma, qdd, lam):
             for j in range(n):
                 K[n + r, j] = Bd[r, j]
                 K[j, n + r] = Bd[r, j]
-        if not lu_dense(K, n + m, work.piv):
+        if not lu_factor(K, n + m, work.piv):
             return SINGULAR
         z = work.z
         for i in range(n):
             z[i] = Q[i]
         for r in range(m):
             z[n + r] = gamma[r]
-        lu_solve_dense(K, n + m, work.piv, z)
+        lu_solve(K, n + m, work.piv, z)
         for i in range(n):
             qdd[i] = z[i]
         for r in range(m):

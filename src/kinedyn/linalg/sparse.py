@@ -12,6 +12,10 @@ a straight run over that list (no dense row accumulator to scatter into and gath
 pivoting guarantees |l_ik| <= 1/diag_pivot_thresh = 10 when it is chosen): a multiplier above
 ``growth_limit`` or a pivot below ``pivot_tol`` times its row's scale returns status 2 so the
 caller re-analyses with the current values.
+
+Every index array is ``uint32``: Numba indexes with an unsigned integer without the
+negative-index wrap-around test it emits for a signed one, which made the Stewart platform's
+refactorisation 1.7 -> 1.1 µs and a solution 0.8 -> 0.6 µs (102 coordinates).
 """
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ from ..formulations import protocol
 from .subsystem import Block
 
 OK, SINGULAR, REPIVOT = 0, 1, 2
+INDEX = np.uint32  # every index array (see the module docstring)
 
 
 class SparseLU(NamedTuple):
@@ -41,7 +46,7 @@ class SparseLU(NamedTuple):
     col_perm: np.ndarray   # B column j is A column col_perm[j]
     target_row: np.ndarray  # (nnz_A,) B row of each entry (its row scale)
     fill_pos: np.ndarray   # L\U positions that are not entries of A (fill-in, start at 0)
-    update: np.ndarray     # (n_update,) int32 position of each elimination update, in order
+    update: np.ndarray     # (n_update,) position of each elimination update, in order
     pivot_tol: float
     growth_limit: float
 
@@ -49,6 +54,7 @@ class SparseLU(NamedTuple):
 class SparseLUWork(NamedTuple):
     lu: np.ndarray     # L\U values
     x: np.ndarray      # (n,) permuted solution
+    x2: np.ndarray     # (n,) permuted second solution (solve_pair)
     scale: np.ndarray  # (n,) row scales of B
     inv_diag: np.ndarray  # (n,) reciprocals of the pivots
 
@@ -60,10 +66,10 @@ def analyse(block: Block, sample_values: np.ndarray, pivot_tol: float = 1e-10,
     n = block.n
     A = block.matrix(sample_values).tocsc()
     if n == 0:
-        empty = np.zeros(0, np.int64)
-        return (SparseLU(0, empty, empty, np.zeros(1, np.int64), empty, empty, empty, empty,
-                         empty, empty, np.zeros(0, np.int32), pivot_tol, growth_limit),
-                SparseLUWork(*[np.zeros(0)] * 4))
+        empty = np.zeros(0, INDEX)
+        return (SparseLU(0, empty, empty, np.zeros(1, INDEX), empty, empty, empty, empty,
+                         empty, empty, empty, pivot_tol, growth_limit),
+                SparseLUWork(*[np.zeros(0)] * 5))
     lu = splu(A, permc_spec="COLAMD", diag_pivot_thresh=diag_pivot_thresh,
               options={"SymmetricMode": False})
     # Pr A Pc = L U with A row i -> B row perm_r[i] and A column i -> B column perm_c[i]
@@ -115,10 +121,12 @@ def analyse(block: Block, sample_values: np.ndarray, pivot_tol: float = 1e-10,
     fill_pos = np.setdiff1d(np.arange(len(indices)), target).astype(np.int64)
     update = [pos[(i, c)] for i in range(n) for k in patterns[i] if k < i
               for c in upper[k]]  # the order _factorize_w consumes them
-    solver = SparseLU(n, block.source.copy(), target, indptr, indices, diag, row_perm, col_perm,
-                      inv_row[local_rows].astype(np.int64), fill_pos,
-                      np.array(update, np.int32), float(pivot_tol), float(growth_limit))
-    work = SparseLUWork(np.zeros(len(indices)), np.zeros(n), np.zeros(n), np.zeros(n))
+    ix = lambda a: np.asarray(a).astype(INDEX)  # noqa: E731
+    solver = SparseLU(n, ix(block.source), ix(target), ix(indptr), ix(indices), ix(diag),
+                      ix(row_perm), ix(col_perm), ix(inv_row[local_rows]), ix(fill_pos),
+                      ix(update), float(pivot_tol), float(growth_limit))
+    work = SparseLUWork(np.zeros(len(indices)), np.zeros(n), np.zeros(n), np.zeros(n),
+                        np.zeros(n))
     return solver, work
 
 
@@ -174,6 +182,33 @@ def _solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag
         rhs[col_perm[j]] = x[j]
 
 
+@nb.njit(cache=True, nogil=True)
+def _solve_pair_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x, y, a,
+                  b):
+    """Two right-hand sides in one pass over the factors: the two recurrences are independent,
+    so the second costs little more than loading its values (a single solution is bound by
+    the latency of its chain of multiply-adds)."""
+    for i in range(n):
+        u = a[row_perm[i]]
+        v = b[row_perm[i]]
+        for p in range(lu_indptr[i], lu_diag[i]):
+            u -= lu[p] * x[lu_indices[p]]
+            v -= lu[p] * y[lu_indices[p]]
+        x[i] = u
+        y[i] = v
+    for i in range(n - 1, -1, -1):
+        u = x[i]
+        v = y[i]
+        for p in range(lu_diag[i] + 1, lu_indptr[i + 1]):
+            u -= lu[p] * x[lu_indices[p]]
+            v -= lu[p] * y[lu_indices[p]]
+        x[i] = u * inv_diag[i]
+        y[i] = v * inv_diag[i]
+    for j in range(n):
+        a[col_perm[j]] = x[j]
+        b[col_perm[j]] = y[j]
+
+
 @nb.njit(cache=True, nogil=True, inline="always")
 def sparse_factorize(s, w, values):
     return _factorize_w(s.n, s.source, s.target, s.target_row, s.fill_pos, s.update, s.lu_indptr,
@@ -187,10 +222,25 @@ def sparse_solve(s, w, rhs):
              w.x, rhs)
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def sparse_solve_pair(s, w, a, b):
+    _solve_pair_w(s.n, s.lu_indptr, s.lu_indices, s.lu_diag, s.row_perm, s.col_perm, w.lu,
+                  w.inv_diag, w.x, w.x2, a, b)
+
+
 @overload(protocol.factorize, jit_options=protocol.JIT, inline="always")
 def _ov_factorize(solver, work, values):
     if protocol.is_type(solver, SparseLU):
         return lambda solver, work, values: sparse_factorize(solver, work, values)
+
+
+protocol.FUSED_SOLVE_PAIR.add(SparseLU)
+
+
+@overload(protocol.solve_pair, jit_options=protocol.JIT, inline="always")
+def _ov_solve_pair(solver, work, a, b):
+    if protocol.is_type(solver, SparseLU):
+        return lambda solver, work, a, b: sparse_solve_pair(solver, work, a, b)
 
 
 @overload(protocol.solve, jit_options=protocol.JIT, inline="always")

@@ -18,6 +18,7 @@ from .scissor import scissor_platform
 from .sixbar import landing_gear, stephenson3
 from .scissor import from_name as _scissor_from_name
 from .stewart import gough_stewart, stewart_paper
+from .suspension import double_wishbone, five_link
 from .vehicle import quadruped, vehicle
 
 
@@ -58,6 +59,10 @@ MODELS: dict[str, ModelInfo] = {m.name: m for m in (
               "6-RSU Stewart platform of the Group Equations paper, terminal pose driven"),
     ModelInfo("stewart-paper-free", partial(stewart_paper, driven=False),
               "6-RSU Stewart platform, no drivers (6 dof)"),
+    ModelInfo("five-link", five_link,
+              "five-link suspension (thesis 5.1, A.4), vertical carrier force (5.8), gravity"),
+    ModelInfo("double-wishbone-driven", double_wishbone,
+              "double-wishbone front-left corner (thesis 5.2, A.6), rack and lower arm driven"),
     ModelInfo("quadruped", quadruped, "quadruped of the sparse-relative paper (Figs. 1-3)"),
     ModelInfo("vehicle", vehicle, "10-body vehicle, MacPherson composite joints (sparse paper)"),
     ModelInfo("scissor-platform-6x1", partial(scissor_platform, 6, 1),
@@ -100,3 +105,4 @@ __all__ = ["MODELS", "ModelInfo", "get", "double_pendulum", "four_bar", "slider_
 __all__ += ["FAMILIES", "cart_pendulum"]
 __all__ += ["PATTERN_FAMILIES", "scissor_platform"]
 __all__ += ["stephenson3", "landing_gear"]
+__all__ += ["five_link", "double_wishbone"]

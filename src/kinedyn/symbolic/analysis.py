@@ -42,13 +42,14 @@ class TriangularKinematics:
     ``joint_angles``, ``cut`` as in :func:`~.equations.planar_coordinates`)
     or a :class:`ConstraintSystem` with ``inputs``. position_solver: ``triangular`` (default),
     ``blocks`` or ``newton``. tol / max_iter apply to Newton (baselines and blocks the plan
-    iterates). Plan options (``time_limit``, ``sine_first``, ``track``, ``order``) go to
-    :func:`make_plan`.
+    iterates). backend: ``numba`` or ``c`` (kernels compiled by the system C compiler,
+    Numba fall-back with a warning when there is none). Plan options (``time_limit``,
+    ``sine_first``, ``track``, ``order``) go to :func:`make_plan`.
     """
 
     def __init__(self, model, *, position_solver: str = "triangular", absolute=(),
                  joint_angles: bool = False, cut=(), tol: float = 1e-10, max_iter: int = 20,
-                 plan=None, **plan_options):
+                 plan=None, backend: str = "numba", **plan_options):
         if position_solver not in POSITION_SOLVERS:
             raise UnknownNameError("position solver", position_solver, POSITION_SOLVERS)
         if isinstance(model, CompiledModel):
@@ -65,7 +66,8 @@ class TriangularKinematics:
         self.plan = plan or make_plan(model, **plan_options)
         self.plan_seconds = _time.perf_counter() - start
         start = _time.perf_counter()
-        self.generated = generate(model, self.plan)
+        self.generated = generate(model, self.plan, backend=backend)
+        self.backend = self.generated.module.BACKEND
         self.generation_seconds = _time.perf_counter() - start
         self._warm_up()
 

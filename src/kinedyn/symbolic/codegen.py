@@ -8,18 +8,39 @@ else they share) -- is computed once. Source files are written to the kinedyn ca
 hash of their text and compiled by Numba with ``cache=True``, so a model's kernels compile once
 per machine. :func:`count_operations` reports multiplications, divisions, additions, functions
 and temporaries, as the thesis's Tables 3.2, 4.1, 4.2 and 4.7 do.
+
+``backend="c"`` emits the same CSE'd kernels as C (SymPy's C99 printer; the thesis exported its
+Maple code to C), compiles them with the system compiler (``$CC``, else ``cc``/``gcc``:
+``-O2 -shared -fPIC``) into a library cached by a hash of its source, and replaces each kernel
+by a small Numba function calling the C symbol (``numba.types.ExternalFunction``, resolved by
+name, so the Numba callers still cache), so every compiled solver and run loop above the
+kernels is unchanged. Without a compiler a warning is given and Numba kernels are used. The CSE
+itself is cached on disk (keyed by the kernel's expressions), so a second build -- another
+backend, another process -- skips it.
 """
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
 import sys
+import warnings
 from dataclasses import dataclass, field
 
 import sympy as sp
+from sympy.printing.c import C99CodePrinter
 from sympy.printing.pycode import PythonCodePrinter
 
+from ..errors import KinedynError, ModelError
 from .groebner import cache_dir
+
+BACKENDS = ("numba", "c")
+SCALAR_ARGS = ("t",)     # kernel arguments that are scalars; all others are float64 arrays
+_VERSION = "2"      # of the printed kernels (part of the CSE cache key)
 
 
 class _Printer(PythonCodePrinter):
@@ -36,8 +57,54 @@ class _Printer(PythonCodePrinter):
     def _print_Half(self, e):
         return "0.5"
 
+    def _print_Float(self, e):
+        return repr(float(e))
+
+
+class _CPrinter(C99CodePrinter):
+    """C99 with the same constants as :class:`_Printer` and integer powers by the same
+    repeated squaring Numba uses for ``x**n`` (``kd_ipow``), so both backends round alike."""
+
+    def _print_Integer(self, e):
+        return _printer._print_Integer(e)
+
+    _print_Rational = _Printer._print_Rational
+    _print_Half = _Printer._print_Half
+    _print_Float = _Printer._print_Float
+
+    def _print_Pow(self, e):
+        if e.exp.is_Integer and int(e.exp) >= 2:
+            return f"kd_ipow({self._print(e.base)}, {int(e.exp)})"
+        if e.exp.is_Integer and int(e.exp) <= -1:
+            return f"(1.0/kd_ipow({self._print(e.base)}, {-int(e.exp)}))"
+        return super()._print_Pow(e)
+
+    def _print_Function(self, e):
+        """The triangular guards (``Clamp``: max(d, 0); ``Nearer``: x if |u| <= |v| else y)."""
+        name = type(e).__name__
+        if name == "Clamp":
+            return f"fmax({self._print(e.args[0])}, 0.0)"
+        if name == "Nearer":
+            u, v, x, y = (self._print(a) for a in e.args)
+            return f"((fabs({u}) <= fabs({v})) ? ({x}) : ({y}))"
+        return super()._print_Function(e)
+
 
 _printer = _Printer({"standard": "python3", "fully_qualified_modules": True})
+_cprinter = _CPrinter()
+
+_C_HEADER = """#include <math.h>
+static inline double kd_ipow(double a, long n) {   /* Numba's int_power: repeated squaring */
+    double r = 1.0;
+    for (;;) {
+        if (n & 1) r *= a;
+        n >>= 1;
+        if (!n) break;
+        a *= a;
+    }
+    return r;
+}
+"""
 
 
 def code(expr) -> str:
@@ -57,20 +124,98 @@ class Kernel:
         exprs = [e for _, e in self.outputs]
         return sp.cse(exprs, symbols=sp.numbered_symbols("x"), optimizations="basic", order="none")
 
-    def source(self) -> tuple[str, dict]:
+    def _printed(self) -> dict:
+        """CSE once, print for both backends; cached on disk by the kernel's content."""
+        if getattr(self, "_cache", None) is not None:
+            return self._cache
+        key = hashlib.sha256(json.dumps(
+            [_VERSION, sp.__version__, self.name, list(self.args), self.returns,
+             [(str(k), v) for k, v in self.reads.items()],
+             [(t, sp.srepr(e)) for t, e in self.outputs]]).encode()).hexdigest()
+        path = cache_dir().parent / "cse" / f"{self.name}_{key[:24]}.json"
+        try:
+            self._cache = json.loads(path.read_text())
+            return self._cache
+        except (OSError, ValueError):
+            pass
         repl, reduced = self.cse()
         used = set()
         for e in [*(r for _, r in repl), *reduced]:
             used |= {s for s in sp.sympify(e).free_symbols}
-        lines = [f"def {self.name}({', '.join(self.args)}):"]
-        lines += [f"    {s.name} = {src}" for s, src in self.reads.items() if s in used]
+        reads = [(s, src) for s, src in self.reads.items() if s in used]
+        lines = [f"    {s.name} = {src}" for s, src in reads]
         lines += [f"    {s.name} = {code(e)}" for s, e in repl]
         lines += [f"    {t} = {code(e)}" for (t, _), e in zip(self.outputs, reduced)]
         if self.returns:
             lines.append(f"    return {self.returns}")
-        if len(lines) == 1:
+        if not lines:
             lines.append("    return")
-        return "\n".join(lines) + "\n", count_operations(repl, reduced)
+        body = [f"    const double {s.name} = {_c_index(src)};" for s, src in reads]
+        body += [f"    const double {s.name} = {_cprinter.doprint(e)};" for s, e in repl]
+        for (t, _), e in zip(self.outputs, reduced):
+            target = _c_index(t)
+            body.append(f"    {'double ' if target == t else ''}{target} = {_cprinter.doprint(e)};")
+        if self.returns:
+            body.append(f"    return {self.returns};")
+        self._cache = {"python": "\n".join(lines), "c": "\n".join(body),
+                       "ops": count_operations(repl, reduced)}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(self._cache))
+        tmp.replace(path)
+        return self._cache
+
+    def source(self) -> tuple[str, dict]:
+        p = self._printed()
+        return f"def {self.name}({', '.join(self.args)}):\n{p['python']}\n", p["ops"]
+
+    def arrays(self) -> dict:
+        """{array argument: number of indices}; every argument but the time ``t`` is an
+        array (1-D unless indexed with two subscripts)."""
+        dims = {a: 1 for a in self.args if a not in SCALAR_ARGS}
+        for text in [*self.reads.values(), *(t for t, _ in self.outputs)]:
+            m = _INDEXED.fullmatch(text)
+            if m and m.group(1) in dims:
+                dims[m.group(1)] = len(m.group(2).split(","))
+        return dims
+
+    def c_source(self, symbol: str) -> str:
+        """``void|double <symbol>(double *a, long a_s0[, long a_s1], double t, ...)``."""
+        dims = self.arrays()
+        params = []
+        for a in self.args:
+            params += [f"double *{a}", *(f"long {a}_s{d}" for d in range(dims[a]))] \
+                if a in dims else [f"double {a}"]
+        kind = "double" if self.returns else "void"
+        return f"{kind} {symbol}({', '.join(params)}) {{\n{self._printed()['c']}\n}}\n"
+
+    def c_wrapper(self, symbol: str) -> str:
+        """Numba source: the ExternalFunction declaration and a same-named kernel calling it."""
+        dims = self.arrays()
+        types_, call = [], []
+        for a in self.args:
+            if a in dims:
+                types_ += ["types.intp"] * (1 + dims[a])
+                call += [f"{a}.ctypes.data", *(f"{a}.strides[{d}] // 8" for d in range(dims[a]))]
+            else:
+                types_.append("types.float64")
+                call.append(a)
+        ret = "types.float64" if self.returns else "types.void"
+        return (f"_c_{self.name} = types.ExternalFunction({symbol!r}, {ret}({', '.join(types_)}))\n\n\n"
+                f"@njit(cache=True)\ndef {self.name}({', '.join(self.args)}):\n"
+                f"    {'return ' if self.returns else ''}_c_{self.name}({', '.join(call)})\n")
+
+
+_INDEXED = re.compile(r"(\w+)\[([^\]]+)\]")
+
+
+def _c_index(text: str) -> str:
+    """``J[2, 5]`` -> ``J[2*J_s0 + 5*J_s1]`` (element strides passed with each array)."""
+    m = _INDEXED.fullmatch(text)
+    if not m:
+        return text
+    name, idx = m.group(1), [i.strip() for i in m.group(2).split(",")]
+    return f"{name}[{' + '.join(f'{i}*{name}_s{d}' for d, i in enumerate(idx))}]"
 
 
 def count_operations(replacements, reduced) -> dict:
@@ -112,6 +257,8 @@ def count_operations(replacements, reduced) -> dict:
                 c["functions"] += 1
         elif isinstance(e, sp.Piecewise):
             c["comparisons"] += len(e.args) - 1
+        elif getattr(e, "is_guard", False):     # triangular.Clamp / Nearer
+            c["comparisons"] += 1
         elif isinstance(e, (sp.Le, sp.Ge, sp.Lt, sp.Gt)):
             pass
         elif isinstance(e, sp.Function):
@@ -126,14 +273,62 @@ def count_operations(replacements, reduced) -> dict:
     return c
 
 
-def build_module(name: str, kernels: list[Kernel], extra: str = "", header: str = ""):
-    """Write the kernels (each ``@njit(cache=True)``) plus ``extra`` source to a cached file
-    and import it. Returns (module, {kernel name: operation counts})."""
-    parts = ["import math", "import numpy as np", "from numba import njit", header, ""]
-    ops = {}
-    for k in kernels:
-        src, ops[k.name] = k.source()
-        parts += ["@njit(cache=True)", src]
+def c_compiler() -> str | None:
+    """``$CC`` if set, else the first of cc, gcc, clang on the PATH (None: no C backend)."""
+    cc = os.environ.get("CC")
+    if cc:
+        return shutil.which(cc)
+    return next((p for p in map(shutil.which, ("cc", "gcc", "clang")) if p), None)
+
+
+def _compile_c(name: str, kernels: list[Kernel]):
+    """C library of the kernels (cached by source hash) loaded into the process; returns the
+    Numba wrapper source, or None (with a warning) when there is no compiler."""
+    cc = c_compiler()
+    if cc is None:
+        where = f"$CC={os.environ['CC']!r} not found" if os.environ.get("CC") else \
+            "no cc, gcc or clang on the PATH"
+        warnings.warn(f"backend='c': no C compiler ({where}; set $CC or install one); "
+                      "using the Numba kernels instead", RuntimeWarning, stacklevel=4)
+        return None
+    bodies = {k.name: k.c_source(f"KD_PREFIX_{k.name}") for k in kernels}
+    digest = hashlib.sha256("".join(bodies.values()).encode()).hexdigest()[:16]
+    prefix = f"kd_{digest}"
+    text = _C_HEADER + "\n".join(b.replace("KD_PREFIX", prefix) for b in bodies.values())
+    folder = cache_dir().parent / "clib"
+    folder.mkdir(parents=True, exist_ok=True)
+    lib = folder / f"{name}_{digest}.so".replace("-", "_")
+    if not lib.exists():
+        src = lib.with_suffix(".c")
+        src.write_text(text)
+        tmp = lib.with_suffix(f".{os.getpid()}.so")
+        cmd = [cc, "-O2", "-shared", "-fPIC", "-o", str(tmp), str(src), "-lm"]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise KinedynError(f"C backend: {' '.join(cmd)} failed:\n{done.stderr[-2000:]}")
+        tmp.replace(lib)
+    import llvmlite.binding as llvm
+    llvm.load_library_permanently(str(lib))
+    return "\n\n".join(k.c_wrapper(f"{prefix}_{k.name}") for k in kernels)
+
+
+def build_module(name: str, kernels: list[Kernel], extra: str = "", header: str = "",
+                 backend: str = "numba"):
+    """Write the kernels (each ``@njit(cache=True)``, or for ``backend="c"`` a Numba wrapper
+    of its compiled C function) plus ``extra`` source to a cached file and import it.
+    Returns (module, {kernel name: operation counts})."""
+    if backend not in BACKENDS:
+        raise ModelError(f"unknown code-generation backend {backend!r}; known: {', '.join(BACKENDS)}")
+    parts = ["import math", "import numpy as np", "from numba import njit, types",
+             "from kinedyn._unmanaged import unmanaged", header, ""]
+    ops = {k.name: k.source()[1] for k in kernels}
+    wrappers = _compile_c(name, kernels) if backend == "c" and kernels else None
+    if wrappers is not None:
+        parts.append(wrappers)
+        name = f"{name}_c"
+    else:
+        for k in kernels:
+            parts += ["@njit(cache=True)", k.source()[0]]
     parts.append(extra)
     text = "\n".join(parts)
     digest = hashlib.sha256(text.encode()).hexdigest()[:20]
@@ -141,7 +336,7 @@ def build_module(name: str, kernels: list[Kernel], extra: str = "", header: str 
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}_{digest}.py".replace("-", "_")
     if not path.exists():
-        tmp = path.with_suffix(".tmp")
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(text)
         tmp.replace(path)
     modname = f"kinedyn_generated_{name}_{digest}".replace("-", "_")
@@ -151,4 +346,5 @@ def build_module(name: str, kernels: list[Kernel], extra: str = "", header: str 
     module = importlib.util.module_from_spec(spec)
     sys.modules[modname] = module
     spec.loader.exec_module(module)
+    module.BACKEND = "c" if wrappers is not None else "numba"
     return module, ops

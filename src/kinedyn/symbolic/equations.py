@@ -16,6 +16,7 @@ become loop-closure constraints.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -85,6 +86,17 @@ class ConstraintSystem:
                              f"got {len(idx)}")
         return ConstraintSystem(self.name, self.coordinates, self.phi, self.constraint_names,
                                 idx, {}, self.q0)
+
+    def driven(self, inputs: dict) -> "ConstraintSystem":
+        """The same equations with the named coordinates prescribed as functions of time
+        (SymPy expressions or strings in ``t``): a kinematic run of a free model, e.g. the
+        thesis's five-link with its carrier height z(t) driven (Fig. 5.3a)."""
+        idx = {self.index(n): sp.sympify(f, locals={"t": T}) for n, f in inputs.items()}
+        if len(idx) != self.n_q - self.n_c:
+            raise ModelError(f"{self.name}: need {self.n_q - self.n_c} driven coordinates, "
+                             f"got {len(idx)}")
+        return dataclasses.replace(self, independent=tuple(sorted(idx)), inputs=idx,
+                                   q0=self.q0.copy())
 
     @cached_property
     def phi_q(self) -> sp.Matrix:

@@ -64,12 +64,17 @@ class GeneratedKinematics:
 
 
 def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
-             with_gamma: bool = True, extra_kernels=(), extra_source: str = "") -> GeneratedKinematics:
+             with_gamma: bool = True, extra_kernels=(), extra_source: str = "",
+             backend: str = "numba") -> GeneratedKinematics:
+    """Kernels of ``system`` and ``plan`` (plus ``extra_kernels``) in one module; ``backend``
+    ``"c"`` compiles the expression kernels as C (:func:`~.codegen.build_module`)."""
     q, qd, sub = coordinate_symbols(system)
     rq = {**_reads(q), sp.Symbol("t"): "t"}
-    phi = [e.xreplace(sub).xreplace({T: sp.Symbol("t")}) for e in system.phi]
+    every = [e.xreplace(sub).xreplace({T: sp.Symbol("t")}) for e in plan.equations]
+    phi = every[:system.n_c]                     # Phi; then the plan's derived equations
     tt = sp.Symbol("t")
-    Jq = sp.Matrix(phi).jacobian(q)
+    Jall = sp.Matrix(every).jacobian(q)
+    Jq = Jall[:system.n_c, :]
     kernels = [Kernel("phi", ("q", "t", "out"), _reads(q), [(f"out[{i}]", e) for i, e in enumerate(phi)]),
                Kernel("phi_q", ("q", "t", "J"), _reads(q),
                       [(f"J[{i}, {j}]", Jq[i, j]) for i in range(Jq.rows) for j in range(Jq.cols)
@@ -89,17 +94,25 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
     kernels.append(Kernel("inputs", ("t", "q", "qd", "qdd"), {}, inputs))
     extra = []
     calls_tri, calls_blk = [], []
+    dep_set = set(int(i) for i in system.dependent)
+    fused = plan.fully_triangular and all(   # no block reads another block's unknowns
+        Jq[r, c] == 0 for b in plan.blocks for r in b.equations for c in dep_set - set(b.unknowns))
+    if fused:   # one kernel, one CSE: what the blocks share (a pose's sines, ...) is computed once
+        kernels.append(Kernel("tri_all", ("q", "t"), _reads(q),
+                              [o for b in plan.blocks for o in _triangular_outputs(system, b, sub)]))
     for k, block in enumerate(plan.blocks):
         eqs, unk = list(block.equations), list(block.unknowns)
-        sub_J = Jq.extract(eqs, unk)
+        sub_J = Jall.extract(eqs, unk)
         kernels.append(Kernel(f"res_{k}", ("q", "t", "r"), _reads(q),
-                              [(f"r[{a}]", phi[i]) for a, i in enumerate(eqs)]))
+                              [(f"r[{a}]", every[i]) for a, i in enumerate(eqs)]))
         kernels.append(Kernel(f"jac_{k}", ("q", "t", "J"), _reads(q),
                               [(f"J[{a}, {b}]", sub_J[a, b]) for a in range(len(eqs))
                                for b in range(len(unk)) if sub_J[a, b] != 0]))
-        extra.append(_newton_source(f"newton_{k}", f"res_{k}", f"jac_{k}", unk))
+        extra.append(_newton_source(f"newton_{k}", f"res_{k}", f"jac_{k}", unk, n_eq=len(eqs)))
         calls_blk.append(f"newton_{k}")
-        if block.kind == "triangular":
+        if fused:
+            calls_tri = ["tri_all"]
+        elif block.kind == "triangular":
             kernels.append(Kernel(f"tri_{k}", ("q", "t"), _reads(q),
                                   _triangular_outputs(system, block, sub)))
             calls_tri.append(f"tri_{k}")
@@ -113,11 +126,12 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
     extra.append(_RUN)
     extra.append(extra_source)
     kernels += list(extra_kernels)
-    rows = [int(i) for b in plan.blocks for i in b.equations]
-    cols = [int(i) for b in plan.blocks for i in b.unknowns]
-    ptr = np.cumsum([0] + [len(b.unknowns) for b in plan.blocks]).tolist()
+    lu = plan.lu                  # Phi_d's diagonal blocks (velocity / acceleration level)
+    rows = [int(i) for eqs, _ in lu for i in eqs]
+    cols = [int(i) for _, unk in lu for i in unk]
+    ptr = np.cumsum([0] + [len(unk) for _, unk in lu]).tolist()
     coupling, cptr = [], [0]     # per block row: positions of earlier unknowns it involves
-    for k in range(len(plan.blocks)):
+    for k in range(len(lu)):
         for a in range(ptr[k], ptr[k + 1]):
             coupling += [c for c in range(ptr[k]) if Jq[rows[a], cols[c]] != 0]
             cptr.append(len(coupling))
@@ -129,8 +143,9 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
                         f"CPTR = np.array({cptr}, dtype=np.int64)",
                         f"CPL = np.array({coupling}, dtype=np.int64)",
                         f"NQ_ = {system.n_q}", f"NC_ = {system.n_c}"])
-    module, ops = build_module(name or system.name, kernels, "\n".join(extra), header)
-    tri_ops = _sum_ops([ops[f"tri_{k}"] for k, b in enumerate(plan.blocks) if b.kind == "triangular"])
+    module, ops = build_module(name or system.name, kernels, "\n".join(extra), header, backend)
+    tri_ops = ops["tri_all"] if fused else _sum_ops(
+        [ops[f"tri_{k}"] for k, b in enumerate(plan.blocks) if b.kind == "triangular"])
     ops["position_triangular"] = tri_ops
     return GeneratedKinematics(module, ops, dep, ind)
 
@@ -143,13 +158,23 @@ def _sum_ops(items):
     return out
 
 
-def _newton_source(name, res, jac, unknowns, full=False):
-    """Newton-Raphson on ``unknowns`` with generated residual and Jacobian (dense LU)."""
+def _newton_source(name, res, jac, unknowns, full=False, n_eq=None):
+    """Newton-Raphson on ``unknowns`` with generated residual and Jacobian (dense LU); with
+    more equations than unknowns (a rod's three joint equations in its two angles), Gauss-
+    Newton on the normal equations (the equations are consistent: quadratic convergence)."""
     n = len(unknowns)
+    n_eq = n if n_eq is None else n_eq
     cols = "DEP" if full else f"np.array({[int(u) for u in unknowns]}, dtype=np.int64)"
-    rows = "NC_" if full else str(n)
-    jshape = "(NC_, NQ_)" if full else f"({n}, {n})"
+    rows = "NC_" if full else str(n_eq)
+    jshape = "(NC_, NQ_)" if full else f"({n_eq}, {n})"
     take = "J[:, DEP]" if full else "J"
+    square = n_eq == n or full
+    solve = f"np.linalg.solve({take}, r)" if square else "np.linalg.solve(J.T @ J, J.T @ r)"
+    # over-determined: the equations are consistent only as far as the earlier blocks'
+    # tolerance allows, so a Gauss-Newton step below tol also ends the iteration
+    stop = "" if square else """
+        if np.abs(dq).max() <= tol:
+            return it + 1"""
     return f'''
 @njit(cache=True)
 def {name}(q, t, tol, max_iter):
@@ -163,9 +188,9 @@ def {name}(q, t, tol, max_iter):
         if it == max_iter:
             break
         {jac}(q, t, J)
-        dq = np.linalg.solve({take}, r)
+        dq = {solve}
         for a in range(cols.shape[0]):
-            q[cols[a]] -= dq[a]
+            q[cols[a]] -= dq[a]{stop}
     return -1
 '''
 

@@ -132,6 +132,7 @@ class SpatialEquations(ConstraintSystem, BodyPoints):
     joint_coordinates: dict = field(default_factory=dict)
     tol: float = 1e-12
     reduce_knowns: bool = True   # plan option: intermediate-variable reduction (see make_plan)
+    rods: tuple = ()             # Rod legs (see :func:`_rods`), used by make_plan
 
     def joint_coordinate(self, j: int, component: int) -> sp.Expr:
         """A tree joint's angle (component 0) or displacement (component 1) as a coordinate;
@@ -238,7 +239,49 @@ def spatial_coordinates(model: CompiledModel, absolute=(), independent=None,
     phi, names = _cut_constraints(model, eqs, set(parent_joint.values()), tol)
     eqs.coordinates, eqs.phi, eqs.constraint_names = tuple(coords), tuple(phi), tuple(names)
     eqs.q0 = np.array(q0)
+    eqs.rods = _rods(model, eqs, parent_joint, names, tol)
     return assemble(eqs, _inputs(eqs), independent)
+
+
+@dataclass(frozen=True)
+class Rod:
+    """A binary link on a point joint (universal or spherical tree joint) at one end and a
+    spherical cut joint at the other: its coordinates appear only in the cut's three
+    equations, which imply the constant-distance constraint ``distance`` = |p_a - p_b|^2 - L^2
+    = 0 between the two joint points on the neighbouring bodies (thesis eq. 5.2, [66]),
+    free of the link's own coordinates."""
+    name: str
+    equations: tuple[int, ...]
+    coordinates: tuple[int, ...]
+    distance: sp.Expr
+
+
+def _rods(model, eqs, parent_joint, names, tol) -> tuple:
+    point_joints = {JOINT_CODE["universal"], JOINT_CODE["spherical"]}
+    out = []
+    for j in range(model.n_joint):
+        if j in parent_joint.values() or int(model.joint_type[j]) != JOINT_CODE["spherical"]:
+            continue
+        for side, far in (("a", "b"), ("b", "a")):
+            link = int((model.joint_body_a if side == "a" else model.joint_body_b)[j])
+            pj = parent_joint.get(link)
+            joints = [k for k in range(model.n_joint)
+                      if link in (int(model.joint_body_a[k]), int(model.joint_body_b[k]))]
+            if pj is None or int(model.joint_type[pj]) not in point_joints or len(joints) != 2:
+                continue
+            near = "a" if int(model.joint_body_b[pj]) == link else "b"   # parent's side of pj
+            lp = lambda k, sd: _vec(model.point_local[int(  # noqa: E731
+                (model.joint_point_a if sd == "a" else model.joint_point_b)[k])], tol)
+            arm = lp(pj, "b" if near == "a" else "a") - lp(j, side)
+            d = eqs.joint_point(pj, near) - eqs.joint_point(j, far)
+            prefix = f"{model.joint_name[pj]}."
+            out.append(Rod(model.body_name[link],
+                           tuple(i for i, n in enumerate(names)
+                                 if n.startswith(f"joint {model.joint_name[j]}:")),
+                           tuple(i for i, c in enumerate(eqs.coordinates) if c.name.startswith(prefix)),
+                           sp.expand((d.T * d)[0] - (arm.T * arm)[0])))
+            break
+    return tuple(out)
 
 
 def _euler_axes(R_parent, ang):

@@ -18,6 +18,7 @@ Pipeline for one system Phi(q, t) = 0 with independent coordinates qi:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import sympy as sp
@@ -62,12 +63,11 @@ class Step:
             if self.alternative is None:
                 return sp.cancel(-b / a)
             a2, b2 = self._coeffs(self.alternative, self.var, 1)
-            return sp.Piecewise((sp.cancel(-b / a), sp.Ge(sp.Abs(a, evaluate=False), sp.Abs(a2, evaluate=False), evaluate=False)),
-                                (sp.cancel(-b2 / a2), True))
+            return Nearer(a2, a, sp.cancel(-b / a), sp.cancel(-b2 / a2))   # |a| >= |a2|
         if not self.track:
             return self._root(self.branch)
         rp, rm, ref = self._root(1), self._root(-1), self.reference
-        return sp.Piecewise((rp, sp.Le(sp.Abs(rp - ref, evaluate=False), sp.Abs(rm - ref, evaluate=False), evaluate=False)), (rm, True))
+        return Nearer(rp - ref, rm - ref, rp, rm)
 
     @property
     def reference(self) -> sp.Symbol:
@@ -84,11 +84,61 @@ class Step:
         return [Step(self.var, self.poly, self.degree, s).expr for s in ((1, -1) if self.degree == 2 else (1,))]
 
 
+class Clamp(sp.Function):
+    """max(d, 0), never evaluated by SymPy. The guards of the closed forms are opaque
+    functions, not ``Max`` / ``Piecewise``: rebuilding those around 100-digit coefficients
+    (``xreplace`` while inlining the steps) made SymPy try to decide their signs, which took
+    most of the 1589 s the 3-RRR module used to need."""
+    nargs = 1
+    is_guard = True
+
+    def _pythoncode(self, printer):
+        return f"max({printer._print(self.args[0])}, 0.0)"
+
+    def _numpycode(self, printer):
+        return f"{printer._module_format('numpy.maximum')}({printer._print(self.args[0])}, 0.0)"
+
+    def _ccode(self, printer):
+        return f"fmax({printer._print(self.args[0])}, 0.0)"
+
+    def _eval_evalf(self, prec):
+        return sp.Max(self.args[0], 0)._eval_evalf(prec)
+
+
+class Nearer(sp.Function):
+    """``x if |u| <= |v| else y``, never evaluated by SymPy (see :class:`Clamp`): the root
+    nearer the previous value (branch tracking) or the linear step with the larger leading
+    coefficient."""
+    nargs = 4
+    is_guard = True
+
+    def _pythoncode(self, printer):
+        u, v, x, y = (printer._print(a) for a in self.args)
+        return f"(({x}) if abs({u}) <= abs({v}) else ({y}))"
+
+    _numpycode = _lambdacode = _pythoncode
+
+    def _ccode(self, printer):
+        u, v, x, y = (printer._print(a) for a in self.args)
+        return f"((fabs({u}) <= fabs({v})) ? ({x}) : ({y}))"
+
+    def _eval_evalf(self, prec):
+        u, v, x, y = (a._eval_evalf(prec) or a for a in self.args)
+        if u.is_number and v.is_number:
+            return (x if abs(u) <= abs(v) else y)._eval_evalf(prec)
+        return None
+
+
+def unclamp(e):
+    """``e`` without the max(d, 0) guards of its square roots (for exact comparisons)."""
+    return e.replace(lambda x: isinstance(x, (Clamp, sp.Max)), lambda x: x.args[0])
+
+
 def _sqrt(d):
     """sqrt(max(d, 0)): a double root whose discriminant rounds below zero stays real; a
     clearly negative one (no real assembly) shows as a constraint residual, which the
     analyses check."""
-    return sp.sqrt(d) if d.is_number else sp.sqrt(sp.Max(d, 0, evaluate=False))
+    return sp.sqrt(d) if d.is_number else sp.sqrt(Clamp(d))
 
 
 def _normalised(g):
@@ -165,26 +215,60 @@ class NewtonBlock:
 
 @dataclass
 class Plan:
-    """Blocks in solution order for ``system`` (its independent coordinates as inputs)."""
+    """Blocks in solution order for ``system`` (its independent coordinates as inputs).
+
+    derived: (name, expression) of equations implied by the constraints and used by the
+    position blocks -- the constant-distance constraints of rods (thesis eq. 5.2); block
+    equation indices >= ``system.n_c`` refer to them. lu_blocks: (equations, unknowns) of
+    Phi_d's irreducible diagonal blocks, the block structure of the velocity and
+    acceleration problems (default: the position blocks, which are then exactly those).
+    """
     system: ConstraintSystem
     blocks: list = field(default_factory=list)
+    derived: tuple = ()
+    lu_blocks: list | None = None
 
     @property
     def fully_triangular(self) -> bool:
         return all(b.kind == "triangular" for b in self.blocks)
+
+    @property
+    def equations(self) -> tuple:
+        """Phi, then the derived equations."""
+        return tuple(self.system.phi) + tuple(e for _, e in self.derived)
+
+    @property
+    def equation_names(self) -> tuple:
+        return tuple(self.system.constraint_names) + tuple(n for n, _ in self.derived)
+
+    @property
+    def lu(self) -> list:
+        return self.lu_blocks or [(b.equations, b.unknowns) for b in self.blocks]
 
     def report(self) -> list[str]:
         names = [c.name for c in self.system.coordinates]
         lines = []
         for k, b in enumerate(self.blocks):
             what = ", ".join(names[i] for i in b.unknowns)
+            shape = f"{len(b.equations)} equations" if len(b.equations) != len(b.unknowns) else ""
+            extra = [self.equation_names[i] for i in b.equations if i >= self.system.n_c]
+            if extra:
+                shape = f"{len(extra)} constant-distance constraints"
+            shape = f", {shape}" if shape else ""
             if b.kind == "triangular":
                 deg = "".join(str(s.degree) for s in b.steps)
                 lines.append(f"block {k} [{what}]: triangular (basis {b.basis.seconds:.2f} s"
-                             f"{', cached' if b.basis.cached else ''}; step degrees {deg})")
+                             f"{', cached' if b.basis.cached else ''}; step degrees {deg}{shape})")
             else:
-                lines.append(f"block {k} [{what}]: Newton on {len(b.unknowns)} unknown(s) -- {b.reason}")
+                lines.append(f"block {k} [{what}]: Newton on {len(b.unknowns)} unknown(s){shape} -- {b.reason}")
         return lines
+
+    @cached_property
+    def numeric(self):
+        """NumPy callables of all equations (Phi and derived) and their Jacobian."""
+        args = (sp.Matrix(self.system.q), T)
+        F = sp.Matrix(self.equations)
+        return sp.lambdify(args, F, "numpy"), sp.lambdify(args, F.jacobian(self.system.q), "numpy")
 
     # ---- reference evaluation (NumPy; the compiled kernels are in .codegen) ------------------
     def solve(self, q, t: float = 0.0, tol: float = 1e-13, max_iter: int = 30) -> np.ndarray:
@@ -195,8 +279,21 @@ class Plan:
                 f = _block_function(self.system, b)
                 q[list(b.unknowns)] = f(q, t)
             else:
-                _newton_block(self.system, b, q, t, tol, max_iter)
+                self._newton_block(b, q, t, tol, max_iter)
         return q
+
+    def _newton_block(self, block, q, t, tol, max_iter):
+        eqs, unk = list(block.equations), list(block.unknowns)
+        res = lambda: np.asarray(self.numeric[0](q, float(t)), float).ravel()[eqs]  # noqa: E731
+        for _ in range(max_iter):
+            r = res()
+            if np.abs(r).max() <= tol:
+                return
+            J = np.asarray(self.numeric[1](q, float(t)), float)[np.ix_(eqs, unk)]
+            q[unk] -= np.linalg.lstsq(J, r, rcond=None)[0]
+        if np.abs(res()).max() > 1e3 * tol:
+            raise AssemblyError(f"{self.system.name}: Newton on the block did not converge",
+                                time=t, constraints=[self.equation_names[i] for i in eqs])
 
 
 def _block_function(system, block):
@@ -226,22 +323,10 @@ def _block_function(system, block):
     return block._fn
 
 
-def _newton_block(system, block, q, t, tol, max_iter):
-    eqs, unk = list(block.equations), list(block.unknowns)
-    for _ in range(max_iter):
-        r = system.residual(q, t)[eqs]
-        if np.abs(r).max() <= tol:
-            return
-        J = system.jacobian(q, t)[np.ix_(eqs, unk)]
-        q[unk] -= np.linalg.solve(J, r)
-    if np.abs(system.residual(q, t)[eqs]).max() > 1e3 * tol:
-        raise AssemblyError(f"{system.name}: Newton on the block did not converge", time=t,
-                            constraints=[system.constraint_names[i] for i in eqs])
-
-
 def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
               use_cache: bool = True, tol: float = 1e-12, track: bool = True,
-              sine_first=None, reduce_knowns: bool | None = None) -> Plan:
+              sine_first=None, reduce_knowns: bool | None = None, rods: bool = True,
+              distance_time_limit: float = 10.0) -> Plan:
     """Block-triangular solution plan of ``system`` with branches chosen at ``system.q0``.
 
     order: optional coordinate names, eliminated first to last (default: reverse traversal
@@ -254,38 +339,71 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
     default order their tests validate), a list (even empty) overrides. reduce_knowns: intermediate-variable reduction
     (:func:`reduce_known_coefficients`; default: the system's ``reduce_knowns`` attribute,
     True for spatial systems).
+
+    rods (solution flow of thesis section 5.1): a system with rod legs (``system.rods``,
+    spatial binary links between point joints, :class:`~.spatial.Rod`) is solved in two
+    stages -- first the other dependent coordinates (a wheel carrier's pose) from the rods'
+    constant-distance constraints (eq. 5.2) and the remaining equations, block by block
+    (their bases get at most ``distance_time_limit`` s: the thesis found them too complex and
+    iterated), then each rod's own coordinates from its three joint equations, one small
+    triangular block per rod ((5.4)-(5.7)). Without rods, or ``rods=False``, one stage.
     """
     if reduce_knowns is None:
         reduce_knowns = bool(getattr(system, "reduce_knowns", False))
     dep = list(system.dependent)
-    col = {i: k for k, i in enumerate(dep)}
-    syms = {c.symbol: i for i, c in enumerate(system.coordinates)}
-    incidence = [sorted(col[syms[s]] for s in e.free_symbols if s in syms and syms[s] in col)
-                 for e in system.phi]
-    btf = block_triangular(incidence, len(dep))
-    if not btf.is_square:
-        raise ModelError(f"{system.name}: the constraints do not determine the dependent "
-                         "coordinates (structurally over- or under-determined)")
+    legs = [r for r in getattr(system, "rods", ()) if rods and set(r.coordinates) <= set(dep)]
+    lu = _dm_blocks(system, range(system.n_c), dep, system.phi)
+    derived = tuple((f"rod {r.name}: distance", r.distance) for r in legs)
+    plan = Plan(system, derived=derived, lu_blocks=lu if legs else None)
+    phi = plan.equations
     rank = {}
     if order is not None:
         rank = {system.index(n): k for k, n in enumerate(order)}
-    plan = Plan(system)
     fixed = None if sine_first is None else {system.coordinates[system.index(n)].symbol
                                              for n in sine_first}
-    for blk in btf.blocks:
-        unk = tuple(sorted((dep[u] for u in blk.unknowns), key=lambda i: rank.get(i, -i - 10 ** 6)))
-        eqs = tuple(sorted(blk.equations))
-        block = _block(system, eqs, unk, fixed or set(), time_limit, use_cache, tol, track,
-                       reduce_knowns)
-        if fixed is None and not reduce_knowns and block.kind == "triangular":
-            block = _auto_sine_first(system, block, time_limit, use_cache, tol, track, reduce_knowns)
-        plan.blocks.append(block)
+    if legs:
+        leg_eqs = {i for r in legs for i in r.equations}
+        leg_q = {i for r in legs for i in r.coordinates}
+        core = [i for i in range(system.n_c) if i not in leg_eqs] + \
+            list(range(system.n_c, system.n_c + len(legs)))
+        stages = [(_dm_blocks(system, core, [i for i in dep if i not in leg_q], phi),
+                   min(time_limit, distance_time_limit), -1)]
+        # a rod's joint angles in traversal order, the first eliminated first (thesis (5.3):
+        # s_alpha > c_alpha > s_beta > c_beta), so the +/- falls on s_beta, which tells the
+        # two equivalent U-joint solutions apart wherever the rod is not along the first axis
+        stages.append(([(tuple(r.equations), tuple(r.coordinates)) for r in legs], time_limit, 1))
+    else:
+        stages = [(lu, time_limit, -1)]
+    for blocks, limit, direction in stages:
+        for eqs, unk in blocks:
+            unk = tuple(sorted(unk, key=lambda i: rank.get(i, direction * i - 10 ** 6)))
+            block = _block(system, phi, plan.equation_names, eqs, unk, fixed or set(), limit,
+                           use_cache, tol, track, reduce_knowns)
+            if fixed is None and not reduce_knowns and block.kind == "triangular":
+                block = _auto_sine_first(system, phi, plan.equation_names, block, limit,
+                                         use_cache, tol, track, reduce_knowns)
+            plan.blocks.append(block)
     return plan
 
 
-def _block(system, eqs, unk, sine_first, time_limit, use_cache, tol, track, reduce_knowns):
+def _dm_blocks(system, equations, unknowns, phi) -> list[tuple[tuple, tuple]]:
+    """Irreducible (equations, unknowns) blocks in solution order (Dulmage-Mendelsohn)."""
+    equations, unknowns = list(equations), list(unknowns)
+    col = {i: k for k, i in enumerate(unknowns)}
+    syms = {c.symbol: i for i, c in enumerate(system.coordinates)}
+    incidence = [sorted(col[syms[s]] for s in phi[e].free_symbols if s in syms and syms[s] in col)
+                 for e in equations]
+    btf = block_triangular(incidence, len(unknowns))
+    if not btf.is_square:
+        raise ModelError(f"{system.name}: the constraints do not determine the dependent "
+                         "coordinates (structurally over- or under-determined)")
+    return [(tuple(sorted(equations[e] for e in blk.equations)),
+             tuple(sorted(unknowns[u] for u in blk.unknowns))) for blk in btf.blocks]
+
+
+def _block(system, phi, names, eqs, unk, sine_first, time_limit, use_cache, tol, track, reduce_knowns):
     """One block: polynomials, basis, triangular steps and branches -- or a Newton block."""
-    exprs = [system.phi[i] for i in eqs]
+    exprs = [phi[i] for i in eqs]
     free = set().union(*(e.free_symbols for e in exprs))
     known = [i for i in range(system.n_q) if i not in unk and system.coordinates[i].symbol in free]
     co = system.coordinates
@@ -302,7 +420,7 @@ def _block(system, eqs, unk, sine_first, time_limit, use_cache, tol, track, redu
         return NewtonBlock(eqs, unk, f"Groebner basis did not finish in {time_limit:g} s "
                                      "(fall-back: Newton)")
     if any(g.is_number and g != 0 for g in res.basis):
-        raise ModelError(f"{system.name}: constraints {[system.constraint_names[i] for i in eqs]} "
+        raise ModelError(f"{system.name}: constraints {[names[i] for i in eqs]} "
                          "are inconsistent (Groebner basis {1})")
     steps = extract_triangular(res.basis, poly.unknowns)
     if isinstance(steps, str):
@@ -312,7 +430,8 @@ def _block(system, eqs, unk, sine_first, time_limit, use_cache, tol, track, redu
     return block
 
 
-def _auto_sine_first(system, block, time_limit, use_cache, tol, track, reduce_knowns):
+
+def _auto_sine_first(system, phi, names, block, time_limit, use_cache, tol, track, reduce_knowns):
     """Which of s_x, c_x carries the +/- (automatic branch choice).
 
     The two assembly modes of a quadratic step are mirror images about a line through the
@@ -324,7 +443,7 @@ def _auto_sine_first(system, block, time_limit, use_cache, tol, track, reduce_kn
     line farthest from the ambiguous direction -- is kept. ``sine_first=[...]`` overrides.
     """
     for x in _quadratic_angles(block):
-        other = _block(system, block.equations, block.unknowns, set(block.sine_first) ^ {x},
+        other = _block(system, phi, names, block.equations, block.unknowns, set(block.sine_first) ^ {x},
                        time_limit, use_cache, tol, track, reduce_knowns)
         if other.kind == "triangular" and other.separation > block.separation * (1 + 1e-9):
             block = other
@@ -405,7 +524,7 @@ def _choose_branches(system, block, q0, t=0.0, track=True):
         if step.degree == 2:
             roots = []
             for sgn in (1, -1):
-                r = num(step._root(sgn).replace(lambda x: isinstance(x, sp.Max), lambda x: [a for a in x.args if a != 0][0]))
+                r = num(unclamp(step._root(sgn)))
                 roots.append((abs(r - ref[step.var]), sgn, r.real))
             _, step.branch, value = min(roots)
             step.separation = abs(roots[0][2] - roots[1][2])

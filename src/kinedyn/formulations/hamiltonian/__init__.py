@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from ...errors import ModelError, SolverError
@@ -39,7 +38,6 @@ class Hamiltonian:
     ----------
     model: CompiledModel (planar serial chain, revolute/prismatic joints, gravity only).
     precision: ``float64`` or ``float32`` (the paper's FPGA ran single precision).
-    min_parallel: smallest tree level (in nodes) evaluated in threads; ``None`` = serial.
 
     Attributes: ``chain``, ``tree``, ``n_j``, ``joint_names``, ``q0`` (initial joint coordinates,
     assembled), ``data`` (HDCAData), ``closed``.
@@ -47,8 +45,7 @@ class Hamiltonian:
 
     name = "hamiltonian"
 
-    def __init__(self, model: CompiledModel, *, precision: str = "float64",
-                 min_parallel: int | None = None):
+    def __init__(self, model: CompiledModel, *, precision: str = "float64"):
         if precision not in DTYPES:
             from ...errors import UnknownNameError
             raise UnknownNameError("precision", precision, DTYPES)
@@ -67,7 +64,7 @@ class Hamiltonian:
         angles, points = self._initial_pose()
         self._arrays = self._chain_arrays(angles, points)
         self.q0 = self.joint_coordinates(angles, points)
-        self.data = self.make_data(min_parallel)
+        self.data = self.make_data()
 
     # ---- construction ----------------------------------------------------------------------------
     def _initial_pose(self):
@@ -134,10 +131,8 @@ class Hamiltonian:
                 q[k] = float(u @ (points[pb] - points[pa]))
         return q
 
-    def make_data(self, min_parallel: int | None = None, precision: str | None = None,
-                  n_threads: int | None = None) -> HDCAData:
-        """Compiled data; ``min_parallel`` as in the constructor (``None``: serial); a wide
-        pass is split into ``n_threads`` chunks (default: Numba's thread count)."""
+    def make_data(self, precision: str | None = None) -> HDCAData:
+        """Compiled data in ``precision`` (default: the constructor's)."""
         dt = DTYPES[precision or self.precision]
         m, ch, t = self.model, self.chain, self.tree
         body = np.array(ch.bodies)
@@ -150,9 +145,7 @@ class Hamiltonian:
             com=f(m.body_com[body]), jtype=a["jtype"], point_a=f(a["point_a"]),
             point_b=f(a["point_b"]), axis=f(a["axis"]), offset=f(a["offset"]),
             gravity=f(m.gravity), left=t.left, right=t.right, node_joint=t.joint, first=t.first,
-            last=t.last, level_ptr=lp, level_nodes=ln,
-            min_parallel=int(min_parallel) if min_parallel else 1 << 62,
-            n_threads=int(n_threads or numba.get_num_threads()))
+            last=t.last, level_ptr=lp, level_nodes=ln, height=t.height)
 
     def make_work(self, data: HDCAData | None = None) -> HDCAWork:
         return make_work(self.data if data is None else data)

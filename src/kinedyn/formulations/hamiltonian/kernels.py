@@ -17,9 +17,8 @@ Passes of one state-derivative evaluation (:func:`hdca_derivative`): forward kin
 body coefficients xi (eqs. 13-18) and loads (38) per leaf; assembly (27-37, 39) per tree level
 upwards; base connection (40-41 open, 42-44 closed, the latter's 4 x 4 eta by LDUP); disassembly
 (45-48) per level downwards; joint velocities (49) and momentum derivatives (50-51).
-Tree levels (and the leaf passes) run their nodes in Numba threads (``prange``) when a level
-holds at least ``min_parallel`` nodes; ``min_parallel`` larger than any level gives the serial
-pass. Only the forward kinematics (a prefix sum along the chain) is serial in both.
+The threaded evaluation (:mod:`.team`) runs the same node functions, split by subtrees over a
+team of workers.
 """
 from __future__ import annotations
 
@@ -31,6 +30,7 @@ import numpy as np
 
 from ..._unmanaged import unmanaged
 from ...linalg.inversion import inverse_2x2, ldup_inverse
+from ...parallel.team import PROGRESS, atomic_store
 from .. import protocol
 
 REVOLUTE, PRISMATIC = 0, 1
@@ -61,8 +61,7 @@ class HDCAData(NamedTuple):
     last: np.ndarray
     level_ptr: np.ndarray   # (n_level + 1,)
     level_nodes: np.ndarray  # (n_b - 1,)
-    min_parallel: int       # smallest level width evaluated in threads
-    n_threads: int          # chunks a wide pass is split into
+    height: np.ndarray      # (n_node,) 0 for leaves
 
 
 class HDCAWork(NamedTuple):
@@ -116,8 +115,11 @@ def make_work(data: HDCAData) -> HDCAWork:
 
 # ---- forward kinematics ---------------------------------------------------------------------------
 @nb.njit(cache=True, nogil=True, inline="always")
-def forward_kinematics(data, work, q):
-    """Body poses, joint points and subspaces H, D from the joint coordinates (base to tip)."""
+def forward_kinematics(data, work, q, sync, base):
+    """Body poses, joint points, handles and subspaces H, D from the joint coordinates (base to
+    tip). With a team's ``sync`` array (else ``None``) the pass publishes its progress: counter
+    ``base + k + 1`` once everything of joints ``0..k`` is written (handles included), and
+    ``base + n_j + 1`` at the end (:func:`kinedyn.parallel.team.wait_until`)."""
     th, ox, oy = 0.0, 0.0, 0.0  # the ground frame
     c, s = 1.0, 0.0
     for k in range(data.n_j):
@@ -144,8 +146,11 @@ def forward_kinematics(data, work, q):
             D[0, 0], D[1, 0], D[2, 1] = -uy, ux, 1.0
             rx, ry = ax + ux * q[k], ay + uy * q[k]
         work.joint[k, 0], work.joint[k, 1] = rx, ry
+        if k > 0:
+            work.h2[k - 1, 0], work.h2[k - 1, 1] = rx, ry
         if k == data.n_b:  # the loop-closing joint: B is the ground
             break
+        work.h1[k, 0], work.h1[k, 1] = rx, ry
         c, s = math.cos(th), math.sin(th)
         pb = data.point_b[k]
         ox = rx - (c * pb[0] - s * pb[1])
@@ -155,12 +160,13 @@ def forward_kinematics(data, work, q):
         cm = data.com[k]
         work.cw[k, 0] = ox + c * cm[0] - s * cm[1]
         work.cw[k, 1] = oy + s * cm[0] + c * cm[1]
-    for b in range(data.n_b):
-        work.h1[b, 0], work.h1[b, 1] = work.joint[b, 0], work.joint[b, 1]
-        if b + 1 < data.n_j:
-            work.h2[b, 0], work.h2[b, 1] = work.joint[b + 1, 0], work.joint[b + 1, 1]
-        else:  # free tip: no joint, no impulse; any point serves
-            work.h2[b, 0], work.h2[b, 1] = work.cw[b, 0], work.cw[b, 1]
+        if sync is not None:
+            atomic_store(sync, PROGRESS, base + k + 1)
+    if not data.closed:  # free tip: no joint, no impulse; any point serves as handle 2
+        b = data.n_b - 1
+        work.h2[b, 0], work.h2[b, 1] = work.cw[b, 0], work.cw[b, 1]
+    if sync is not None:
+        atomic_store(sync, PROGRESS, base + data.n_j + 1)
 
 
 # ---- leaves: body coefficients (eqs. 13-18) and loads (eq. 38) ------------------------------------
@@ -394,104 +400,50 @@ def joint_rates(data, work, k, qd, pd):
 
 
 # ---- one evaluation ---------------------------------------------------------------------------------
-# A pass over items lo..hi-1 runs inlined in the calling thread, or, when it has min_parallel
-# items or more, split into one contiguous chunk per thread; each chunk is a real call
-# (_run_chunk) because Numba's parfor dead-code elimination drops stores through NamedTuple
-# fields inlined into a prange body.
-LEAF, ASSEMBLE, DISASSEMBLE, VELOCITY, RATES = 0, 1, 2, 3, 4
-
-
+# Range passes, inlined into the serial evaluation below and into the team workers (.team).
 @nb.njit(cache=True, nogil=True, inline="always")
-def _leaves(data, work, p, lo, hi):
+def leaves(data, work, p, lo, hi):
     for b in range(lo, hi):
         leaf(data, work, b, p)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def _assemblies(data, work, lo, hi) -> int:
+def assemblies(data, work, nodes, lo, hi) -> int:
+    """Assemble ``nodes[lo:hi]`` in order (children before parents); 1 if a C is singular."""
     for i in range(lo, hi):
-        if assemble(data, work, data.level_nodes[i]) != 0:
+        if assemble(data, work, nodes[i]) != 0:
             return 1
     return 0
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def _disassemblies(data, work, lo, hi):
-    for i in range(lo, hi):
-        disassemble(data, work, data.level_nodes[i])
+def disassemblies(data, work, nodes, lo, hi):
+    """Disassemble ``nodes[lo:hi]`` in reverse order (parents before children)."""
+    for i in range(hi - 1, lo - 1, -1):
+        disassemble(data, work, nodes[i])
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def _velocities(work, lo, hi):
+def velocities(work, lo, hi):
     for b in range(lo, hi):
         leaf_velocity(work, b)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def _rates(data, work, qd, pd, lo, hi):
-    for k in range(lo, hi):
-        joint_rates(data, work, k, qd, pd)
-
-
-@nb.njit(cache=True, nogil=True)
-def _run_chunk(data, work, p, qd, pd, what, lo, hi) -> int:
-    if what == LEAF:
-        _leaves(data, work, p, lo, hi)
-    elif what == ASSEMBLE:
-        return _assemblies(data, work, lo, hi)
-    elif what == DISASSEMBLE:
-        _disassemblies(data, work, lo, hi)
-    elif what == VELOCITY:
-        _velocities(work, lo, hi)
-    else:
-        _rates(data, work, qd, pd, lo, hi)
-    return 0
-
-
-@nb.njit(cache=True, nogil=True, parallel=True)
-def _run_threads(data, work, p, qd, pd, what, lo, hi) -> int:
-    count = hi - lo
-    n_chunk = data.n_threads
-    bad = 0
-    for t in nb.prange(n_chunk):
-        bad += _run_chunk(data, work, p, qd, pd, what, lo + t * count // n_chunk,
-                          lo + (t + 1) * count // n_chunk)
-    return 1 if bad else 0
-
-
-@nb.njit(cache=True, nogil=True, inline="always")
 def evaluate(data, work, q, p, qd, pd) -> int:
-    """The passes of one evaluation (inlined into its callers, which hand it unmanaged views)."""
-    par = data.min_parallel
-    forward_kinematics(data, work, q)
-    if data.n_b >= par:
-        _run_threads(data, work, p, qd, pd, LEAF, 0, data.n_b)
-    else:
-        _leaves(data, work, p, 0, data.n_b)
-    lp = data.level_ptr
-    n_lev = lp.shape[0] - 1
-    for lev in range(n_lev):              # assembly, leaves to root
-        lo, hi = lp[lev], lp[lev + 1]
-        if hi - lo >= par:
-            st = _run_threads(data, work, p, qd, pd, ASSEMBLE, lo, hi)
-        else:
-            st = _assemblies(data, work, lo, hi)
-        if st != 0:
-            return 1
+    """The passes of one evaluation (inlined into its callers, which hand it unmanaged views):
+    the tree's levels upwards, the base connection, the levels downwards."""
+    forward_kinematics(data, work, q, None, 0)
+    leaves(data, work, p, 0, data.n_b)
+    nodes = data.level_nodes
+    if assemblies(data, work, nodes, 0, nodes.shape[0]) != 0:
+        return 1
     if base_connection(data, work) != 0:
         return 1
-    for lev in range(n_lev - 1, -1, -1):  # disassembly, root to leaves
-        lo, hi = lp[lev], lp[lev + 1]
-        if hi - lo >= par:
-            _run_threads(data, work, p, qd, pd, DISASSEMBLE, lo, hi)
-        else:
-            _disassemblies(data, work, lo, hi)
-    if data.n_b >= par:
-        _run_threads(data, work, p, qd, pd, VELOCITY, 0, data.n_b)
-        _run_threads(data, work, p, qd, pd, RATES, 0, data.n_j)
-    else:
-        _velocities(work, 0, data.n_b)
-        _rates(data, work, qd, pd, 0, data.n_j)
+    disassemblies(data, work, nodes, 0, nodes.shape[0])
+    velocities(work, 0, data.n_b)
+    for k in range(data.n_j):
+        joint_rates(data, work, k, qd, pd)
     return 0
 
 

@@ -1,0 +1,97 @@
+"""The shared thread team: every worker runs, barriers order phases, aborts reach everyone,
+published progress makes the producer's writes visible."""
+import threading
+
+import numba as nb
+import numpy as np
+import pytest
+
+from kinedyn.parallel.team import (ABORT, PROGRESS, Team, atomic_store, barrier, make_sync,
+                                   wait_until)
+
+
+@nb.njit(nogil=True)
+def _phases(sync, w, n, slots, rounds, seen):
+    """Round r: write r into my slot, barrier, check every slot holds r, barrier."""
+    bad = 0
+    for r in range(1, rounds + 1):
+        slots[w] = r
+        barrier(sync, n)
+        for i in range(n):
+            if slots[i] != r:
+                bad += 1
+        barrier(sync, n)
+    seen[w] = bad
+
+
+@nb.njit(nogil=True)
+def _abort(sync, w, n, result):
+    if w == 1:
+        atomic_store(sync, ABORT, 1)
+    result[w] = 1 if barrier(sync, n) else 0
+
+
+@nb.njit(nogil=True)
+def _produce_consume(sync, w, data, bad):
+    n = data.shape[0]
+    if w == 0:
+        for i in range(n):
+            data[i] = 3 * i + 1
+            atomic_store(sync, PROGRESS, i + 1)
+    else:
+        for i in range(n):
+            wait_until(sync, PROGRESS, i + 1)
+            if data[i] != 3 * i + 1:
+                bad[0] += 1
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_barrier_orders_phases(n):
+    sync, slots, seen = make_sync(), np.zeros(n, np.int64), np.full(n, -1, np.int64)
+    with Team(n) as team:
+        team.run(lambda w: _phases(sync, w, n, slots, 2000, seen))
+    assert list(seen) == [0] * n and list(slots) == [2000] * n
+
+
+def test_abort_reaches_every_worker():
+    sync, result = make_sync(), np.full(3, -1, np.int64)
+    with Team(3) as team:
+        team.run(lambda w: _abort(sync, w, 3, result))
+    assert list(result) == [0, 0, 0]
+
+
+def test_published_progress_makes_writes_visible():
+    sync, data, bad = make_sync(), np.zeros(200_000, np.int64), np.zeros(1, np.int64)
+    with Team(2) as team:
+        team.run(lambda w: _produce_consume(sync, w, data, bad))
+    assert bad[0] == 0 and sync[PROGRESS] == len(data)
+
+
+def test_team_runs_each_worker_on_its_own_thread_and_reraises():
+    names = {}
+    team = Team(3)
+    team.run(lambda w: names.__setitem__(w, threading.get_ident()))
+    assert sorted(names) == [0, 1, 2] and len(set(names.values())) == 3
+    assert names[0] == threading.get_ident()  # worker 0 is the caller
+
+    def fail(w):
+        if w == 2:
+            raise RuntimeError("worker 2 failed")
+    with pytest.raises(RuntimeError, match="worker 2"):
+        team.run(fail)
+    team.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        team.run(lambda w: None)
+    with pytest.raises(ValueError):
+        Team(0)
+
+
+def test_dropped_team_lets_its_threads_finish():
+    before = threading.active_count()
+    team = Team(3, "kinedyn-dropped")
+    team.run(lambda w: None)
+    assert threading.active_count() == before + 2
+    del team  # no close(): the finalizer stops the threads
+    for t in [t for t in threading.enumerate() if t.name.startswith("kinedyn-dropped")]:
+        t.join(timeout=10)
+    assert threading.active_count() == before
