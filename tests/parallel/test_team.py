@@ -80,5 +80,18 @@ def test_team_runs_each_worker_on_its_own_thread_and_reraises():
     with pytest.raises(RuntimeError, match="worker 2"):
         team.run(fail)
     team.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        team.run(lambda w: None)
     with pytest.raises(ValueError):
         Team(0)
+
+
+def test_dropped_team_lets_its_threads_finish():
+    before = threading.active_count()
+    team = Team(3, "kinedyn-dropped")
+    team.run(lambda w: None)
+    assert threading.active_count() == before + 2
+    del team  # no close(): the finalizer stops the threads
+    for t in [t for t in threading.enumerate() if t.name.startswith("kinedyn-dropped")]:
+        t.join(timeout=10)
+    assert threading.active_count() == before

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..dynamics import Dynamics
+from ..dynamics.embedded import SYMBOLIC_OPTIONS
 from ..models import get
 from .common import Report
 
@@ -30,12 +31,16 @@ RUNS = [(m, i, "schur") for m in ("augmented", "projection", "partitioning", "pe
         for i in ("semi-implicit-euler", "rk4")] + [("index3", "hht", "dense")]
 KKT = [(m, i, "sparse") for m in ("augmented", "projection")
        for i in ("semi-implicit-euler", "rk4")]
+#: the symbolic embedded method (kinedyn.symbolic: generated code, legs in closed form) where the
+#: model has a symbolic plan; the first construction derives and compiles it (not timed)
+EMBEDDED = [("embedded", i, "-") for i in ("semi-implicit-euler", "rk4")]
 
 
 def _median_run(model, method, integrator, solver, t_end, dt, repeat):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        kw = {} if method == "index3" else {"integrator": integrator, "solver": solver}
+        kw = ({} if method == "index3" else {"integrator": integrator} if method == "embedded"
+              else {"integrator": integrator, "solver": solver})
         Dynamics(model, method=method, **kw).simulate(10 * dt, dt)  # compile / load, warm up
         wall, cpu, res = [], [], None
         for _ in range(repeat):
@@ -61,7 +66,9 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
                 f"(1 / 5 / 15 min) on {os.cpu_count()} cores",
         "formulation": "natural coordinates; index-1 system by the Schur complement J M^-1 J^T "
                        "(sparse Cholesky, M inverted once) or by sparse LU of the KKT matrix; "
-                       "dependent block of partitioning: sparse LU; index3: dense",
+                       "dependent block of partitioning: sparse LU; index3: dense; embedded: "
+                       "symbolic joint/mixed coordinates (Gough-Stewart: platform pose), "
+                       "dependent ones in closed form, recorded in natural coordinates",
         "anchors": "MuJoCo double pendulum 1.8 us (semi-implicit) / 6.7 us (RK4), four-bar 3.4 us "
                    "(soft loop); Exudyn four-bar 30.6 us closed to 1e-14 m; MuJoCo Gough-Stewart "
                    "11.6 us, legs sagging 0.84 mm (issue 5, this kind of machine)",
@@ -70,7 +77,7 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
         "peers": ", ".join(found) if found else "none importable (MuJoCo, Pinocchio, Exudyn)"})
     for name in MODELS:
         model = get(name).compile()
-        runs = RUNS + KKT
+        runs = RUNS + KKT + (EMBEDDED if name in SYMBOLIC_OPTIONS else [])
         if name == "gough-stewart" and quick:
             runs = [r for r in runs if r[1] != "semi-implicit-euler" or r[0] == "projection"]
         kkt_cpu = {}

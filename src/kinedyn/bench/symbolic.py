@@ -52,7 +52,11 @@ SOURCES = {"spatial-four-bar (4.12)-(4.14)": spatial_four_bar,
 #: thesis's (section 4.2.5: leg forces only, no gravity) in mixed coordinates (platform pose).
 DYNAMIC = (("slider-crank", {}, {}, {}), ("four-bar", {}, {}, {}),
            ("gough-stewart", {}, {"absolute": ["platform"]}, {"g": 0.0}),
-           ("five-link", {}, {"absolute": ["carrier"], "independent": ["carrier.z"]}, {}))
+           ("five-link", {}, {"absolute": ["carrier"], "independent": ["carrier.z"]}, {}),
+           # the drag-strut angle D: the main strut's A starts at its over-centre lock, where
+           # Phi_d is singular for A (docs/symbolic.md, six-bars)
+           ("landing-gear", {"time_limit": 10},
+            {"joint_angles": True, "cut": LANDING_GEAR_CUT, "independent": ["joint.D"]}, {}))
 #: natural-coordinate DAE baselines: the thesis's tuned Gough-Stewart settings (Table 4.10),
 #: generic ones elsewhere
 BAUMGARTE = {"gough-stewart": (1.0, 18.0), "five-link": (7.0, 17.0)}

@@ -2,7 +2,9 @@
 
 Methods (:mod:`kinedyn.dynamics`): ``augmented`` (index-1, optional ``--baumgarte A B``),
 ``projection``, ``partitioning``, ``penalty``, ``index3`` (HHT-alpha, implicit), ``hdca``
-(Hamiltonian divide and conquer, planar chains; see ``kinedyn hdca``); integrators
+(Hamiltonian divide and conquer, planar chains; see ``kinedyn hdca``), ``embedded`` (symbolic
+embedded ODE with closed-form dependent coordinates, models with a symbolic plan such as the
+Gough-Stewart platform; see docs/symbolic.md); integrators
 ``euler``, ``semi-implicit-euler``, ``rk4`` and ``reference`` (adaptive solve_ivp on the
 partitioned ODE). ``--hold JOINTS`` removes the drivers and applies the static efforts that
 hold the initial pose as constant joint forces (e.g. the six legs of a Gough-Stewart platform).
@@ -18,7 +20,7 @@ from ..errors import ModelError
 from .common import (add_model_argument, load_system, output_dir, parameters, positive_float,
                      progress_bar)
 
-METHODS = ("augmented", "projection", "partitioning", "penalty", "index3", "hdca")
+METHODS = ("augmented", "projection", "partitioning", "penalty", "index3", "hdca", "embedded")
 INTEGRATORS = ("euler", "semi-implicit-euler", "rk4", "reference")
 
 

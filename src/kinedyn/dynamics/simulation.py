@@ -30,7 +30,7 @@ from .layouts import kkt_layout, penalty_layout
 from .methods import (REPARTITION, Augmented, AugmentedWork, Partitioned, PartitionedWork,
                       Penalty, PenaltyWork)
 
-METHODS = ("augmented", "projection", "partitioning", "penalty", "index3", "hdca")
+METHODS = ("augmented", "projection", "partitioning", "penalty", "index3", "hdca", "embedded")
 SOLVERS = ("schur", "sparse", "dense")
 
 
@@ -54,7 +54,10 @@ class Dynamics:
         ``penalty`` (augmented-Lagrangian penalty, ``penalty=dict(rho, omega, zeta, iterations)``),
         ``index3`` (HHT-alpha implicit integration of the index-3 DAE, see :mod:`.implicit`),
         ``hdca`` (Hamiltonian divide and conquer on joint coordinates and momenta, planar
-        chains; states recorded in natural coordinates, see :mod:`.hdca`).
+        chains; states recorded in natural coordinates, see :mod:`.hdca`), ``embedded`` (one
+        ODE per independent coordinate of the model's symbolic coordinates, dependent ones from
+        the Groebner-basis triangular plan, generated code; states recorded in natural
+        coordinates, see :mod:`.embedded`; ``symbolic=`` its coordinate and plan options).
     integrator: ``euler``, ``semi-implicit-euler`` or ``rk4`` (``index3`` has its own);
         ``reference`` (``partitioning`` only): adaptive SciPy ``solve_ivp`` (DOP853, rtol 1e-10)
         on the partitioned ODE, for validation (see :mod:`.reference`).
@@ -72,7 +75,7 @@ class Dynamics:
                  solver: str | None = None, baumgarte: tuple[float, float] = (0.0, 0.0),
                  penalty: dict | None = None, tol: float = 1e-12, max_iter: int = 20,
                  q0=None, qd0=None, t0: float = 0.0, hht_alpha: float = -0.1,
-                 influence_limit: float = 1.5):
+                 influence_limit: float = 1.5, symbolic: dict | None = None):
         if method not in METHODS:
             raise UnknownNameError("dynamics method", method, METHODS)
         self.f = f = formulation_for(model)
@@ -99,6 +102,7 @@ class Dynamics:
         self.penalty = {"rho": 1e7, "omega": 10.0, "zeta": 1.0, "iterations": 2, **(penalty or {})}
         self.hht_alpha = float(hht_alpha)
         self.influence_limit = float(influence_limit)
+        self.symbolic = symbolic
         self.t0 = float(t0)
         self.work = f.make_work()
         q = assemble(f, f.q0 if q0 is None else q0, t0, min(self.tol * 100, 1e-10), self.work)
@@ -175,6 +179,11 @@ class Dynamics:
             from .hdca import dynamics_method
             self.hamiltonian, self.system, self.sys_work, self.y = dynamics_method(f, q, qd)
             self.n_pos = self.hamiltonian.n_j
+        elif self.method == "embedded":
+            from .embedded import EmbeddedMethod
+            self.embedded = EmbeddedMethod(f, q, qd, t, self.integrator, self.tol, self.max_iter,
+                                           self.symbolic)
+            self.y, self.n_pos = self.embedded.y0.copy(), self.embedded.n_pos
         else:
             from .implicit import HHT
             self.hht = HHT(self, q, qd, t)
@@ -278,23 +287,27 @@ class Dynamics:
         y = self.y
         # load (or compile) the run kernel outside the timed region: a zero-step run
         second_order = self.method != "hdca"  # HDCA integrates [q; p], not [q; qd]
-        I.integrate_fixed(self.system, self.sys_work, y.copy(), self.t0, dt, 0,
-                          self.integrator_code, self.n_pos, second_order, 1, out[:1].copy(),
-                          scratch)
+        if self.method == "embedded":   # generated run loop (kinedyn.symbolic)
+            def advance(y, t_start, count, rec):
+                return self.embedded.run(y, t_start, dt, count, record_every, rec)
+        else:
+            def advance(y, t_start, count, rec):
+                return I.integrate_fixed(self.system, self.sys_work, y, t_start, dt, count,
+                                         self.integrator_code, self.n_pos, second_order,
+                                         record_every, rec, scratch)
+        advance(y.copy(), self.t0, 0, out[:1].copy())
         while done < n_steps:
             count = min(chunk, n_steps - done)
             rec = out[done // record_every:]
             t_start = self.t0 + done * dt
             start, cpu_start = _time.perf_counter(), _time.thread_time()
-            st, k = I.integrate_fixed(self.system, self.sys_work, y, t_start, dt, count,
-                                      self.integrator_code, self.n_pos, second_order,
-                                      record_every, rec, scratch)
+            st, k = advance(y, t_start, count, rec)
             wall += _time.perf_counter() - start
             cpu += _time.thread_time() - cpu_start
             if st != 0:
                 failed = done + k
                 # re-analyse the pivot order / re-partition, retry (HDCA has nothing to redo)
-                if failed != last_failure and self.method != "hdca":
+                if failed != last_failure and self.method not in ("hdca", "embedded"):
                     last_failure = failed
                     self._rebuild_from_state(y, self.t0 + failed * dt, st)
                     y = self.y
@@ -351,6 +364,8 @@ class Dynamics:
             self.repartitions = getattr(self, "repartitions", 0) + 1
 
     def _raise(self, st, y, t):
+        if self.method == "embedded":
+            raise self.embedded.failure(t)
         if self.method == "hdca":
             raise SolverError("HDCA: a joint constraint matrix became singular (C of eq. 33 or "
                               "eta of eq. 43)", time=t,

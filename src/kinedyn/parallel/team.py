@@ -21,6 +21,7 @@ import ctypes
 import ctypes.util
 import queue
 import threading
+import weakref
 
 import llvmlite.binding as llvm
 import numba as nb
@@ -116,6 +117,23 @@ def wait_until(sync, slot, value):
 
 
 # ---- the team -------------------------------------------------------------------------------------
+def _serve(w: int, jobs: queue.SimpleQueue, done: queue.SimpleQueue) -> None:
+    """A pool thread: run ``fn(w)`` for every job until ``None`` arrives (holding no job
+    while idle, so that what a job refers to can be collected)."""
+    while (fn := jobs.get()) is not None:
+        try:
+            fn(w)
+            done.put(None)
+        except BaseException as exc:  # handed to the caller of Team.run
+            done.put(exc)
+        fn = None
+
+
+def _stop(jobs) -> None:
+    for q in jobs:
+        q.put(None)
+
+
 class Team:
     """``n_workers`` workers: the calling thread (worker 0) and ``n_workers - 1`` persistent
     daemon threads, one per worker (never shared: workers that meet at barriers must run at the
@@ -129,18 +147,11 @@ class Team:
         self._jobs = [queue.SimpleQueue() for _ in range(self.n - 1)]
         self._done = queue.SimpleQueue()
         self._lock = threading.Lock()
-        for w in range(1, self.n):
-            threading.Thread(target=self._serve, args=(w,), name=f"{name}-{w}",
-                             daemon=True).start()
-
-    def _serve(self, w: int) -> None:
-        jobs = self._jobs[w - 1]
-        while (fn := jobs.get()) is not None:
-            try:
-                fn(w)
-                self._done.put(None)
-            except BaseException as exc:  # handed to the caller of run()
-                self._done.put(exc)
+        for w in range(1, self.n):  # the threads hold the queues, not the team
+            threading.Thread(target=_serve, args=(w, self._jobs[w - 1], self._done),
+                             name=f"{name}-{w}", daemon=True).start()
+        # a team dropped without close() still lets its threads finish
+        self._finalizer = weakref.finalize(self, _stop, list(self._jobs))
 
     def run(self, fn) -> None:
         with self._lock:
@@ -160,10 +171,9 @@ class Team:
                 raise error
 
     def close(self) -> None:
-        """Let the pool threads finish (they hold no resources but their stack)."""
+        """Let the pool threads finish."""
         with self._lock:
-            for jobs in self._jobs:
-                jobs.put(None)
+            self._finalizer()
             self._jobs = []
 
     def __enter__(self):

@@ -79,6 +79,16 @@ class _CPrinter(C99CodePrinter):
             return f"(1.0/kd_ipow({self._print(e.base)}, {-int(e.exp)}))"
         return super()._print_Pow(e)
 
+    def _print_Function(self, e):
+        """The triangular guards (``Clamp``: max(d, 0); ``Nearer``: x if |u| <= |v| else y)."""
+        name = type(e).__name__
+        if name == "Clamp":
+            return f"fmax({self._print(e.args[0])}, 0.0)"
+        if name == "Nearer":
+            u, v, x, y = (self._print(a) for a in e.args)
+            return f"((fabs({u}) <= fabs({v})) ? ({x}) : ({y}))"
+        return super()._print_Function(e)
+
 
 _printer = _Printer({"standard": "python3", "fully_qualified_modules": True})
 _cprinter = _CPrinter()
@@ -309,7 +319,8 @@ def build_module(name: str, kernels: list[Kernel], extra: str = "", header: str 
     Returns (module, {kernel name: operation counts})."""
     if backend not in BACKENDS:
         raise ModelError(f"unknown code-generation backend {backend!r}; known: {', '.join(BACKENDS)}")
-    parts = ["import math", "import numpy as np", "from numba import njit, types", header, ""]
+    parts = ["import math", "import numpy as np", "from numba import njit, types",
+             "from kinedyn._unmanaged import unmanaged", header, ""]
     ops = {k.name: k.source()[1] for k in kernels}
     wrappers = _compile_c(name, kernels) if backend == "c" and kernels else None
     if wrappers is not None:

@@ -20,17 +20,18 @@ import time as _time
 import numpy as np
 import sympy as sp
 
-from ..errors import ModelError, SolverError
+from ..errors import ModelError, SingularConfigurationError, SolverError
 from ..io.results import Results
 from ..model.compiled import FRAME_CODE, CompiledModel
 from .analysis import _channels, _planar_options, coordinates
 from .codegen import Kernel
 from .equations import T, PlanarEquations, _function_expr, _vec
 from .spatial import spatial_mass_and_forces
+from .blockwise import blockwise_kernels, uncoupled
 from .kernels import _reads, coordinate_symbols, generate
 from .triangular import make_plan
 
-INTEGRATORS = {"euler": 0, "rk4": 1}
+INTEGRATORS = {"euler": 0, "rk4": 1, "semi-implicit-euler": 2}
 
 
 def planar_mass_and_forces(eqs: PlanarEquations):
@@ -77,15 +78,22 @@ class EmbeddedDynamics:
     :func:`~.equations.planar_coordinates`);
     independent: coordinate names (default: the first f in traversal order); integrator:
     ``euler`` (thesis) or ``rk4``; initial: {coordinate name: start value} (the dependent
-    ones follow from the plan); qd0: full initial velocities (made consistent); position_solver ``triangular`` | ``blocks`` | ``newton``
-    (the Newton baselines on the same generated code); backend ``numba`` | ``c`` (kernels as C
-    through the system compiler). Plan options go to :func:`make_plan`.
+    ones follow from the plan); qd0: full initial velocities (made consistent); position_solver
+    ``triangular`` | ``blocks`` | ``newton`` (the Newton baselines on the same generated code);
+    backend ``numba`` | ``c`` (kernels as C through the system compiler); blockwise: the
+    per-block evaluation of :mod:`.blockwise` where the plan allows it (else the general block
+    LU); baselines: also generate the general Phi_q, gamma, M, F kernels that
+    :mod:`.stabilized` runs on (off for ``Dynamics(method="embedded")``); record:
+    ``record(eqs, qd_symbols, q0) -> [(target, expr)]``, outputs generated as
+    ``record_outputs(q, qd, out)`` (the natural-coordinate map of
+    ``Dynamics(method="embedded")``). Plan options go to :func:`make_plan`.
     """
 
     def __init__(self, model: CompiledModel, *, absolute=(), joint_angles=False, cut=(), independent=None,
                  integrator: str = "rk4", position_solver: str = "triangular",
                  tol: float = 1e-12, max_iter: int = 20, initial=None, qd0=None,
-                 backend: str = "numba", **plan_options):
+                 backend: str = "numba", blockwise: bool = True, baselines: bool = True,
+                 record=None, warm_up: bool = True, **plan_options):
         from .analysis import POSITION_SOLVERS
         if integrator not in INTEGRATORS:
             raise ModelError(f"unknown integrator {integrator!r}; known: {', '.join(INTEGRATORS)}")
@@ -114,19 +122,32 @@ class EmbeddedDynamics:
         sub[T] = tt
         n = eqs.n_q
         Ms = M.xreplace(sub)
-        kernels = [
-            Kernel("mass", ("q", "M"), _reads(qs),
-                   [(f"M[{i}, {j}]", Ms[i, j]) for i in range(n) for j in range(n) if Ms[i, j] != 0]),
-            Kernel("forces", ("q", "qd", "t", "F"), _reads(qs, qds),
-                   [(f"F[{i}]", sp.expand(F[i].xreplace(sub))) for i in range(n)]),
-            Kernel("potential", ("q",), _reads(qs), [("V", V.xreplace(sub))], returns="V"),
-        ]
-        nz = [(i, j) for i in range(n) for j in range(n) if Ms[i, j] != 0]
-        pattern = (f"MNZ_I = np.array({[i for i, _ in nz]}, dtype=np.int64)\n"
-                   f"MNZ_J = np.array({[j for _, j in nz]}, dtype=np.int64)\n")
+        kernels = [Kernel("potential", ("q",), _reads(qs), [("V", V.xreplace(sub))], returns="V")]
+        if record is not None:   # extra recorded outputs (e.g. natural coordinates)
+            out = [(t_, e.xreplace(sub)) for t_, e in record(eqs, qd_sym, self.plan.solve(eqs.q0))]
+            kernels.append(Kernel("record_outputs", ("q", "qd", "out"), _reads(qs, qds), out))
+        Jq = sp.Matrix([e.xreplace(sub) for e in eqs.phi]).jacobian(qs)
+        self.blockwise = blockwise and uncoupled(eqs, self.plan, Jq)
+        source = ""
+        if self.blockwise:          # per block (leg): small inverses, no general block solve
+            extra, source = blockwise_kernels(eqs, self.plan, M, F, qs, qds, sub, _reads(qs, qds))
+            kernels += extra
+        if baselines or not self.blockwise:   # the general kernels (also for .stabilized)
+            kernels += [
+                Kernel("mass", ("q", "M"), _reads(qs),
+                       [(f"M[{i}, {j}]", Ms[i, j]) for i in range(n) for j in range(n) if Ms[i, j] != 0]),
+                Kernel("forces", ("q", "qd", "t", "F"), _reads(qs, qds),
+                       [(f"F[{i}]", sp.expand(F[i].xreplace(sub))) for i in range(n)])]
+            nz = [(i, j) for i in range(n) for j in range(n) if Ms[i, j] != 0]
+            source += (f"MNZ_I = np.array({[i for i, _ in nz]}, dtype=np.int64)\n"
+                       f"MNZ_J = np.array({[j for _, j in nz]}, dtype=np.int64)\n" + _SOLVE_SMALL)
+        if not self.blockwise:
+            source += _GENERAL
+        if record is None:
+            source += _NO_RECORD
         self.generated = generate(eqs, self.plan, name=f"{model.name}_embedded",
-                                  extra_kernels=kernels, extra_source=pattern + _EMBEDDED,
-                                  backend=backend)
+                                  with_gamma=baselines or not self.blockwise, extra_kernels=kernels,
+                                  extra_source=source + _EMBEDDED, backend=backend)
         self.backend = self.generated.module.BACKEND
         self.generation_seconds = _time.perf_counter() - start
         self.q_initial = self.plan.solve(eqs.q0)
@@ -135,11 +156,51 @@ class EmbeddedDynamics:
         q, qd = self.q_initial.copy(), self.qd_initial.copy()
         mod.complete(q, qd, 0.0, 0, 1e-12, 20)   # consistent dependent velocities
         self.qd_initial = qd
-        self.simulate(0.0, 1e-3, _warm=True)
+        if warm_up:
+            self.simulate(0.0, 1e-3, _warm=True)
 
     @property
     def operations(self) -> dict:
         return self.generated.operations
+
+    def _failure(self, q, t_good: float, t_fail: float) -> SolverError:
+        """Why the run stopped: Phi_d's conditioning at the last good state, the constraints
+        of its weakest direction, and the best other choice of one independent coordinate.
+
+        A Phi_d that becomes singular while Phi_q keeps full rank means the independent
+        coordinate(s) reach a limit position -- the end of their assemblable range, through
+        which the mechanism moves on while they reverse (the free Stephenson-III's beta1 at
+        t = 0.375 s) -- so an embedding in them cannot continue past it."""
+        sys_ = self.system
+        J = sys_.jacobian(q, t_good)
+        ind, dep = list(sys_.independent), list(sys_.dependent)
+        names = [c.name for c in sys_.coordinates]
+
+        def condition(cols):
+            U, sv, _ = np.linalg.svd(J[:, cols])
+            return sv[-1] / sv[0], U[:, -1]
+
+        cur, weak = condition(dep)
+        full = np.linalg.svd(J, compute_uv=False)
+        options = []
+        for a in ind:
+            for b in dep:
+                new = sorted(set(ind) - {a} | {b})
+                options.append((condition([i for i in range(sys_.n_q) if i not in new])[0],
+                               [names[i] for i in new]))
+        best = max(options)
+        worst = [sys_.constraint_names[i] for i in np.argsort(-np.abs(weak))[:4]]
+        text = (f"{sys_.name}: the {self.position_solver} position solver failed in the embedded "
+                f"dynamics (last good state t = {t_good:.6g} s: cond. of Phi_d "
+                f"sigma_min/sigma_max = {cur:.2g}, of Phi_q {full[-1] / full[0]:.2g})")
+        if cur < 1e-3 and full[-1] / full[0] > 1e-2:
+            text += (f"; the independent coordinate(s) {[names[i] for i in ind]} reach a limit "
+                     "position (end of their assemblable range, which the motion passes while "
+                     "they reverse), so an embedding in them cannot continue; at this state "
+                     f"independent={best[1]} gives {best[0]:.2g}")
+            return SingularConfigurationError(text, time=t_fail, constraints=worst)
+        return SolverError(text + f"; best other choice here: independent={best[1]} "
+                           f"({best[0]:.2g})", time=t_fail, constraints=worst)
 
     def simulate(self, t_end: float, dt: float, *, _warm: bool = False) -> Results:
         """Fixed-step run; channels as :class:`TriangularKinematics` plus ``energy``."""
@@ -152,20 +213,25 @@ class EmbeddedDynamics:
         res, energy = np.zeros(n_steps + 1), np.zeros(n_steps + 1)
         it = np.zeros(n_steps + 1, np.int64)
         q, qd = self.q_initial.copy(), self.qd_initial.copy()
-        wall = _time.perf_counter()
-        k = self.generated.module.run_embedded(INTEGRATORS[self.integrator], self.mode, times, q, qd,
-                                               Q, QD, QDD, res, energy, it, self.tol, self.max_iter)
-        wall = _time.perf_counter() - wall
+        wall, cpu = _time.perf_counter(), _time.thread_time()
+        try:
+            k = self.generated.module.run_embedded(INTEGRATORS[self.integrator], self.mode, times,
+                                                   q, qd, Q, QD, QDD, res, energy, it, self.tol,
+                                                   self.max_iter)
+        except np.linalg.LinAlgError:        # a Newton block met NaN (a closed form lost its root)
+            k = int(np.flatnonzero(np.abs(Q).sum(axis=1) > 0).max(initial=0)) + 1
+        wall, cpu = _time.perf_counter() - wall, _time.thread_time() - cpu
+        if k < 0 and self.mode == 0 and res.max() > 1e-8:   # a closed form without a real root
+            k = int(np.argmax(res > 1e-8))
         if k >= 0:
-            raise SolverError(f"{self.system.name}: the {self.position_solver} position solver "
-                              "failed in the embedded dynamics", time=float(times[k]),
-                              constraints=list(self.system.constraint_names[:3]))
+            raise self._failure(Q[max(k - 1, 0)], float(times[max(k - 1, 0)]), float(times[k]))
         ch = _channels(self.system, Q, QD, QDD, res, it)
         ch["energy"] = energy
         summary = {"model": self.system.name, "analysis": "dynamics", "method": "embedded",
                    "integrator": self.integrator, "position_solver": self.position_solver,
                    "dt": dt, "steps": n_steps, "wall_time_s": wall,
                    "ms_per_simulated_second": wall * 1e3 / max(t_end, 1e-300),
+                   "cpu_ms_per_simulated_second": cpu * 1e3 / max(t_end, 1e-300),
                    "max_residual": {"position": float(res.max())},
                    "energy_drift": float(np.abs(energy - energy[0]).max()),
                    "plan": self.plan.report(), "plan_seconds": self.plan_seconds,
@@ -174,26 +240,9 @@ class EmbeddedDynamics:
         return Results(times, ch, summary)
 
 
-_EMBEDDED = '''
-@njit(cache=True)
-def complete(q, qd, t, mode, tol, max_iter):
-    """Dependent positions and velocities from the independent ones; -1 on failure."""
-    it = position(mode, q, t, tol, max_iter)
-    if it < 0:
-        return -1
-    if not velocity(q, qd, t, np.zeros((NC_, NQ_)), np.zeros(NC_), dep_workspace()):
-        return -1
-    return it
 
 
-@njit(cache=True)
-def workspace():
-    nf = IND.shape[0]
-    return (np.zeros((NC_, NQ_)), np.zeros(NC_), np.zeros((NC_, nf + 1)), np.zeros((NQ_, nf + 1)),
-            np.zeros((NQ_, nf)), np.zeros(NQ_), np.zeros((NQ_, NQ_)), np.zeros(NQ_),
-            np.zeros((NQ_, nf)), np.zeros((nf, nf)), np.zeros(nf), np.zeros(NQ_))
-
-
+_SOLVE_SMALL = '''
 @njit(cache=True)
 def solve_small(A, b):
     """A x = b in place (Gaussian elimination with partial pivoting; b becomes x)."""
@@ -220,6 +269,15 @@ def solve_small(A, b):
         for k in range(r + 1, n):
             b[r] -= A[r, k] * b[k]
         b[r] /= A[r, r]
+'''
+
+_GENERAL = '''
+@njit(cache=True)
+def workspace():
+    nf = IND.shape[0]
+    return (np.zeros((NC_, NQ_)), np.zeros(NC_), np.zeros((NC_, nf + 1)), np.zeros((NQ_, nf + 1)),
+            np.zeros((NQ_, nf)), np.zeros(NQ_), np.zeros((NQ_, NQ_)), np.zeros(NQ_),
+            np.zeros((NQ_, nf)), np.zeros((nf, nf)), np.zeros(nf), np.zeros(NQ_))
 
 
 @njit(cache=True)
@@ -279,22 +337,83 @@ def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
     return it
 
 
+@njit(cache=True)
+def kinetic_energy(qd, ws):
+    M = ws[6]                   # M(q) of the last embedded_rhs
+    v = 0.0
+    for e in range(MNZ_I.shape[0]):
+        v += qd[MNZ_I[e]] * M[MNZ_I[e], MNZ_J[e]] * qd[MNZ_J[e]]
+    return 0.5 * v
 
 
 @njit(cache=True)
-def run_embedded(integ, mode, times, q, qd, Q, QD, QDD, RES, ENERGY, ITER, tol, max_iter):
+def residual(q, t, r, ws):
+    phi(q, t, r)
+'''
+
+_NO_RECORD = '''
+@njit(cache=True)
+def record_outputs(q, qd, out):
+    pass
+'''
+
+_EMBEDDED = '''
+@njit(cache=True)
+def complete(q, qd, t, mode, tol, max_iter):
+    """Dependent positions and velocities from the independent ones; -1 on failure."""
+    it = position(mode, q, t, tol, max_iter)
+    if it < 0:
+        return -1
+    if not velocity(q, qd, t, np.zeros((NC_, NQ_)), np.zeros(NC_), dep_workspace()):
+        return -1
+    return it
+
+
+@njit(cache=True)
+def advance(integ, mode, y, q, qd, t, h, tol, max_iter, k1, k2, k3, k4, yy, a1, a2, qdd, ws, W):
+    """One step of y = [q_i; qd_i] from t (k1: its derivative at t, already evaluated);
+    0 = explicit Euler, 1 = RK4, 2 = semi-implicit Euler. False if an evaluation failed."""
     nf = IND.shape[0]
-    k1 = np.zeros(2 * nf)
-    k2 = np.zeros(2 * nf)
-    k3 = np.zeros(2 * nf)
-    k4 = np.zeros(2 * nf)
-    y = np.zeros(2 * nf)
-    qdd = np.zeros(NQ_)
-    r = np.zeros(NC_)
-    a1 = np.zeros(nf)
-    a2 = np.zeros(nf)
-    ws = workspace()
-    W = dep_workspace()
+    if integ == 0:
+        for a in range(2 * nf):
+            y[a] += h * k1[a]
+        return True
+    if integ == 2:
+        for a in range(nf):
+            y[nf + a] += h * k1[nf + a]
+            y[a] += h * y[nf + a]
+        return True
+    for stage in range(3):
+        c = 0.5 * h if stage < 2 else h
+        kk = k1 if stage == 0 else (k2 if stage == 1 else k3)
+        for a in range(2 * nf):
+            yy[a] = y[a] + c * kk[a]
+        for a in range(nf):
+            q[IND[a]] = yy[a]
+            qd[IND[a]] = yy[nf + a]
+        if embedded_rhs(mode, q, qd, t + c, tol, max_iter, a1, a2, qdd, ws, W) < 0:
+            return False
+        kk = k2 if stage == 0 else (k3 if stage == 1 else k4)
+        for a in range(nf):
+            kk[a] = a1[a]
+            kk[nf + a] = a2[a]
+    for a in range(2 * nf):
+        y[a] += h / 6.0 * (k1[a] + 2.0 * k2[a] + 2.0 * k3[a] + k4[a])
+    return True
+
+
+@njit(cache=True)
+def run_embedded(integ, mode, times, q_, qd_, Q, QD, QDD, RES, ENERGY, ITER, tol, max_iter):
+    """Whole run from (q, qd) over ``times``, every step recorded; -1 or the failed step.
+    Arrays handed down the hot path are unmanaged views (no reference counting per call,
+    see kinedyn._unmanaged); their owners live in this frame."""
+    nf = IND.shape[0]
+    S_, ws_, W_ = np.zeros((8, 2 * nf)), workspace(), dep_workspace()
+    qdd_, r = np.zeros(NQ_), np.zeros(NC_)
+    S, ws, W = unmanaged(S_), unmanaged(ws_), unmanaged(W_)
+    q, qd, qdd = unmanaged(q_), unmanaged(qd_), unmanaged(qdd_)
+    k1, k2, k3, k4, yy, y = S[0], S[1], S[2], S[3], S[4], S[5]
+    a1, a2 = S[6, :nf], S[7, :nf]
     for a in range(nf):
         y[a] = q[IND[a]]
         y[nf + a] = qd[IND[a]]
@@ -306,39 +425,60 @@ def run_embedded(integ, mode, times, q, qd, Q, QD, QDD, RES, ENERGY, ITER, tol, 
         it = embedded_rhs(mode, q, qd, t, tol, max_iter, a1, a2, qdd, ws, W)
         if it < 0:
             return k
-        k1[:nf] = a1
-        k1[nf:] = a2
+        for a in range(nf):
+            k1[a] = a1[a]
+            k1[nf + a] = a2[a]
         Q[k] = q
         QD[k] = qd
         QDD[k] = qdd
-        phi(q, t, r)
+        residual(q, t, r, ws)
         worst = 0.0
         for c in range(NC_):
             worst = max(worst, abs(r[c]))
         RES[k] = worst
-        Mq = ws[6]                   # M(q) of this step, from embedded_rhs
-        v = 0.0
-        for e in range(MNZ_I.shape[0]):
-            v += qd[MNZ_I[e]] * Mq[MNZ_I[e], MNZ_J[e]] * qd[MNZ_J[e]]
-        ENERGY[k] = 0.5 * v + potential(q)
+        ENERGY[k] = kinetic_energy(qd, ws) + potential(q)
         ITER[k] = it
         if k == times.shape[0] - 1:
             break
-        h = times[k + 1] - t
-        if integ == 0:
-            y += h * k1
-            continue
-        for stage in range(3):
-            yy = y + (0.5 * h if stage < 2 else h) * (k1 if stage == 0 else (k2 if stage == 1 else k3))
-            for a in range(nf):
-                q[IND[a]] = yy[a]
-                qd[IND[a]] = yy[nf + a]
-            ts = t + (0.5 * h if stage < 2 else h)
-            if embedded_rhs(mode, q, qd, ts, tol, max_iter, a1, a2, qdd, ws, W) < 0:
-                return k
-            kk = k2 if stage == 0 else (k3 if stage == 1 else k4)
-            kk[:nf] = a1
-            kk[nf:] = a2
-        y += h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+        if not advance(integ, mode, y, q, qd, t, times[k + 1] - t, tol, max_iter, k1, k2, k3, k4,
+                       yy, a1, a2, qdd, ws, W):
+            return k
     return -1
+
+
+@njit(cache=True)
+def run_recorded(integ, mode, y_, q_, qd_, t0, dt, n_steps, record_every, out_, tol, max_iter,
+                 ws_, W_, scratch_):
+    """``n_steps`` steps of y = [q_i; qd_i] from t0, recording ``record_outputs(q, qd)`` every
+    ``record_every`` steps into ``out`` (row 0: the start); q, qd: the full state of the last
+    evaluation (its dependent part is the branch reference). Returns (status, steps done); on
+    failure y is the state at the start of the failed step (the kinedyn.dynamics protocol)."""
+    nf = IND.shape[0]
+    y, q, qd, out, scratch = unmanaged(y_), unmanaged(q_), unmanaged(qd_), unmanaged(out_), \
+        unmanaged(scratch_)
+    ws, W = unmanaged(ws_), unmanaged(W_)
+    k1, k2, k3, k4, yy, saved = scratch[0], scratch[1], scratch[2], scratch[3], scratch[4], scratch[5]
+    a1, a2, qdd = scratch[6, :nf], scratch[7, :nf], scratch[8, :NQ_]
+    for s in range(n_steps + 1):
+        t = t0 + s * dt
+        for a in range(nf):
+            q[IND[a]] = y[a]
+            qd[IND[a]] = y[nf + a]
+        if embedded_rhs(mode, q, qd, t, tol, max_iter, a1, a2, qdd, ws, W) < 0:
+            return 1, s
+        if s % record_every == 0:
+            record_outputs(q, qd, out[s // record_every])
+        if s == n_steps:
+            break
+        for a in range(nf):
+            k1[a] = a1[a]
+            k1[nf + a] = a2[a]
+            saved[a] = y[a]
+            saved[nf + a] = y[nf + a]
+        if not advance(integ, mode, y, q, qd, t, dt, tol, max_iter, k1, k2, k3, k4, yy, a1, a2,
+                       qdd, ws, W):
+            for a in range(2 * nf):
+                y[a] = saved[a]
+            return 1, s
+    return 0, n_steps
 '''

@@ -94,6 +94,12 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
     kernels.append(Kernel("inputs", ("t", "q", "qd", "qdd"), {}, inputs))
     extra = []
     calls_tri, calls_blk = [], []
+    dep_set = set(int(i) for i in system.dependent)
+    fused = plan.fully_triangular and all(   # no block reads another block's unknowns
+        Jq[r, c] == 0 for b in plan.blocks for r in b.equations for c in dep_set - set(b.unknowns))
+    if fused:   # one kernel, one CSE: what the blocks share (a pose's sines, ...) is computed once
+        kernels.append(Kernel("tri_all", ("q", "t"), _reads(q),
+                              [o for b in plan.blocks for o in _triangular_outputs(system, b, sub)]))
     for k, block in enumerate(plan.blocks):
         eqs, unk = list(block.equations), list(block.unknowns)
         sub_J = Jall.extract(eqs, unk)
@@ -104,7 +110,9 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
                                for b in range(len(unk)) if sub_J[a, b] != 0]))
         extra.append(_newton_source(f"newton_{k}", f"res_{k}", f"jac_{k}", unk, n_eq=len(eqs)))
         calls_blk.append(f"newton_{k}")
-        if block.kind == "triangular":
+        if fused:
+            calls_tri = ["tri_all"]
+        elif block.kind == "triangular":
             kernels.append(Kernel(f"tri_{k}", ("q", "t"), _reads(q),
                                   _triangular_outputs(system, block, sub)))
             calls_tri.append(f"tri_{k}")
@@ -136,7 +144,8 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
                         f"CPL = np.array({coupling}, dtype=np.int64)",
                         f"NQ_ = {system.n_q}", f"NC_ = {system.n_c}"])
     module, ops = build_module(name or system.name, kernels, "\n".join(extra), header, backend)
-    tri_ops = _sum_ops([ops[f"tri_{k}"] for k, b in enumerate(plan.blocks) if b.kind == "triangular"])
+    tri_ops = ops["tri_all"] if fused else _sum_ops(
+        [ops[f"tri_{k}"] for k, b in enumerate(plan.blocks) if b.kind == "triangular"])
     ops["position_triangular"] = tri_ops
     return GeneratedKinematics(module, ops, dep, ind)
 

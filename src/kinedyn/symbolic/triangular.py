@@ -98,6 +98,9 @@ class Clamp(sp.Function):
     def _numpycode(self, printer):
         return f"{printer._module_format('numpy.maximum')}({printer._print(self.args[0])}, 0.0)"
 
+    def _ccode(self, printer):
+        return f"fmax({printer._print(self.args[0])}, 0.0)"
+
     def _eval_evalf(self, prec):
         return sp.Max(self.args[0], 0)._eval_evalf(prec)
 
@@ -114,6 +117,10 @@ class Nearer(sp.Function):
         return f"(({x}) if abs({u}) <= abs({v}) else ({y}))"
 
     _numpycode = _lambdacode = _pythoncode
+
+    def _ccode(self, printer):
+        u, v, x, y = (printer._print(a) for a in self.args)
+        return f"((fabs({u}) <= fabs({v})) ? ({x}) : ({y}))"
 
     def _eval_evalf(self, prec):
         u, v, x, y = (a._eval_evalf(prec) or a for a in self.args)

@@ -1,0 +1,174 @@
+"""Embedded dynamics (Uchida's thesis, sections 2.1.5 and 3.4.1) as a method of
+:class:`~kinedyn.dynamics.Dynamics`.
+
+``Dynamics(model, method="embedded")`` integrates one ODE per independent coordinate of the
+model's *symbolic* coordinates (:mod:`kinedyn.symbolic`: joint or mixed coordinates, dependent
+ones from the Groebner-basis triangular plan, generated and compiled kernels; for the
+Gough-Stewart platform the platform pose with the legs in closed form). The generated module
+also maps every recorded state to the natural coordinates of the same model, so the results
+carry every output of the other methods (points, bodies, joints, energies, constraint residuals,
+reactions), as ``method="hdca"`` does:
+
+* natural -> symbolic (initial conditions): Gauss-Newton on ``x_nat(q) = q_nat`` with the
+  generated map and its Jacobian, then the plan recomputes the dependent coordinates on its
+  branch and the velocities follow by least squares (exact for consistent velocities);
+* symbolic -> natural (recording, compiled): each natural block is a point or unit vector fixed
+  in a body, ``r = o_b(q) + R_b(q) l`` or ``u = R_b(q) l``, with velocities ``J(q) q'``.
+
+Which symbolic coordinates a model uses is in :data:`SYMBOLIC_OPTIONS` (the thesis's choices);
+``Dynamics(..., symbolic={...})`` overrides or supplies them (``absolute``, ``joint_angles``,
+``cut``, ``independent``, ``position_solver``, plan options).
+"""
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+from ..errors import ModelError
+
+#: symbolic coordinates per model name (options of :class:`~kinedyn.symbolic.embedded.EmbeddedDynamics`)
+SYMBOLIC_OPTIONS = {
+    "gough-stewart": {"absolute": ["platform"]},   # thesis 4.2.5: platform pose independent
+    "slider-crank": {},
+    "four-bar": {},
+}
+#: generated embedded modules of this process, by model and options
+_GENERATED: dict = {}
+#: integrator names of kinedyn.dynamics -> codes of the generated run loop
+_CODES = {"euler": 0, "rk4": 1, "semi-implicit-euler": 2}
+
+
+def _natural_blocks(f):
+    """(block, body, body-local coordinates, is point) of every natural coordinate block of
+    formulation f: a joint location's coordinates as the model data give them for one of its
+    moving bodies (every member is the same point of the mechanism, which the symbolic
+    coordinates close exactly); a frame's own extra block from its initial value in the body's
+    frame (one body only)."""
+    m, d, lay = f.model, f.dim, f.layout
+    out = {}
+    for loc in [*lay.point_locations, *lay.vector_locations]:
+        moving = [(b, l, sgn) for b, l, sgn in loc.members if b != 0]
+        if loc.block >= 0 and moving:
+            b, l, sgn = moving[0]
+            out[loc.block] = (b, np.asarray(l, float) * (1.0 if loc.kind == "point" else sgn))
+    for name, coords in f.body_coordinates().items():
+        b = m.body_name.index(name)
+        for c in coords[::d]:
+            k = c // d
+            if k not in out:
+                x = f.q0[d * k:d * k + d] - (m.body_position[b] if lay.blocks[k].kind == "point" else 0.0)
+                out[k] = (b, m.body_rotation[b].T @ x)
+    missing = [f.coordinate_names[d * k] for k in range(len(lay.blocks)) if k not in out]
+    if missing:
+        raise ModelError(f"method 'embedded': natural coordinates {missing[:4]} belong to no body")
+    return [(k, *out[k], lay.blocks[k].kind == "point") for k in range(len(lay.blocks))]
+
+
+class EmbeddedMethod:
+    """The generated embedded ODE of a model, stepping ``y = [q_i; qd_i]`` and recording the
+    natural state ``[q_nat; qd_nat]`` (see the module docstring)."""
+
+    def __init__(self, f, q_nat, qd_nat, t0, integrator, tol, max_iter, options=None):
+        from ..formulations.natural import Natural
+        from ..symbolic.embedded import EmbeddedDynamics
+        if not isinstance(f, Natural):
+            raise ModelError("method 'embedded' records its states in natural coordinates: give "
+                             f"a compiled model, not a {type(f).__name__} formulation")
+        m = f.model
+        if options is None:
+            if m.name not in SYMBOLIC_OPTIONS:
+                raise ModelError(
+                    f"method 'embedded' needs a symbolic plan: model {m.name!r} has none "
+                    f"registered (models with one: {', '.join(sorted(SYMBOLIC_OPTIONS))}); pass "
+                    "symbolic={'absolute': [...], ...} to derive one (kinedyn.symbolic)")
+            options = SYMBOLIC_OPTIONS[m.name]
+        if integrator not in _CODES:
+            raise ModelError(f"method 'embedded' integrates with {', '.join(_CODES)}; got "
+                             f"{integrator!r}")
+        self.code = _CODES[integrator]
+        self.blocks = _natural_blocks(f)
+        self.f, self.n_nat = f, f.n_q
+
+        key = (m.name, tuple(sorted(m.parameters.items())), repr(sorted(options.items())),
+               float(tol), int(max_iter))
+        hit = _GENERATED.get(key)
+        if hit is not None and not hit[0].same_as(m):
+            self.emb = hit[1]          # derivation and code generation take tens of seconds
+        else:
+            try:
+                self.emb = EmbeddedDynamics(m, tol=tol, max_iter=max_iter, record=self._outputs,
+                                            baselines=False, warm_up=False, **options)
+            except ModelError as err:
+                raise ModelError(f"method 'embedded' on {m.name!r}: {err}") from err
+            _GENERATED[key] = (m, self.emb)
+        self.mod = self.emb.generated.module
+        self.mode, self.tol, self.max_iter = self.emb.mode, float(tol), int(max_iter)
+        sys_ = self.emb.system
+        self.ind = np.asarray(sys_.independent, np.int64)
+        self.q, self.qd = self._symbolic_state(np.asarray(q_nat, float), np.asarray(qd_nat, float), t0)
+        nf, n = len(self.ind), sys_.n_q
+        self.y0 = np.concatenate([self.q[self.ind], self.qd[self.ind]])
+        self.ws, self.W = self.mod.workspace(), self.mod.dep_workspace()
+        self.scratch = np.zeros((9, max(2 * nf, n)))
+        self.n_pos = nf
+
+    # ---- the natural map (symbolic, generated into the embedded module) ------------------------
+    def _outputs(self, eqs, qd_sym, q0):
+        """Natural coordinates and velocities as expressions of the symbolic q, qd (whose body
+        frames are the model's), r = o_b + R_b l or u = R_b l (see :func:`_natural_blocks`)."""
+        q = sp.Matrix(eqs.q)
+        qd = sp.Matrix(qd_sym)
+        out, vel = [], []
+        for k, b, local, is_point in self.blocks:
+            R, o = eqs.body_R[b], eqs.body_origin[b]
+            local = sp.Matrix([sp.Float(v) for v in local])
+            r = (o + R * local) if is_point else R * local
+            out += list(r)
+            vel += list(r.jacobian(q) * qd)
+        n = self.n_nat
+        return [(f"out[{i}]", e) for i, e in enumerate(out)] + \
+               [(f"out[{n + i}]", e) for i, e in enumerate(vel)]
+
+    def _map(self, q, qd):
+        out = np.zeros(2 * self.n_nat)
+        self.mod.record_outputs(q, qd, out)
+        return out
+
+    def _jacobian(self, q):
+        n = len(q)
+        return np.column_stack([self._map(q, e)[self.n_nat:] for e in np.eye(n)])
+
+    def _symbolic_state(self, q_nat, qd_nat, t):
+        """Symbolic (q, qd) of a natural state: Gauss-Newton on the map, the plan's branch."""
+        sys_ = self.emb.system
+        q = self.emb.q_initial.copy()
+        for _ in range(30):
+            r = q_nat - self._map(q, np.zeros_like(q))[:self.n_nat]
+            if np.abs(r).max() <= 1e-13:
+                break
+            q += np.linalg.lstsq(self._jacobian(q), r, rcond=None)[0]
+        qd = np.linalg.lstsq(self._jacobian(q), qd_nat, rcond=None)[0]
+        if self.mod.complete(q, qd, t, self.mode, self.tol, self.max_iter) < 0:
+            raise ModelError(f"method 'embedded': the {sys_.name} plan cannot assemble the "
+                             f"initial state at t = {t:g}")
+        x = self._map(q, qd)
+        err = max(np.abs(x[:self.n_nat] - q_nat).max(),
+                  np.abs(x[self.n_nat:] - qd_nat).max() / max(1.0, np.abs(qd_nat).max()))
+        if err > 1e-8:
+            raise ModelError(f"method 'embedded': the initial state is not reproduced by the "
+                             f"symbolic coordinates of {sys_.name} on the plan's branch "
+                             f"(mismatch {err:.3g})")
+        return q, qd
+
+    # ---- running ---------------------------------------------------------------------------------
+    def run(self, y, t0, dt, n_steps, record_every, out):
+        """(status, steps done) as :func:`kinedyn.dynamics.integrators.integrate_fixed`."""
+        return self.mod.run_recorded(self.code, self.mode, y, self.q, self.qd, t0, dt, n_steps,
+                                     record_every, out, self.tol, self.max_iter, self.ws, self.W,
+                                     self.scratch)
+
+    def failure(self, t):
+        from ..errors import SolverError
+        names = self.emb.system.constraint_names
+        return SolverError(f"embedded: the {self.emb.position_solver} position solver failed or "
+                           "a block of Phi_d became singular", time=t, constraints=list(names[:6]))
