@@ -53,6 +53,7 @@ SOURCES = {"spatial-four-bar (4.12)-(4.14)": spatial_four_bar,
 DYNAMIC = (("slider-crank", {}, {}, {}), ("four-bar", {}, {}, {}),
            ("gough-stewart", {}, {"absolute": ["platform"]}, {"g": 0.0}),
            ("five-link", {}, {"absolute": ["carrier"], "independent": ["carrier.z"]}, {}),
+           ("3-rrr", {}, {"absolute": ["platform"]}, {}),   # thesis torques, mixed coordinates
            # the drag-strut angle D: the main strut's A starts at its over-centre lock, where
            # Phi_d is singular for A (docs/symbolic.md, six-bars)
            ("landing-gear", {"time_limit": 10},

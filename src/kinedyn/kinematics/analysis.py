@@ -308,7 +308,7 @@ class Kinematics:
         chunk = max(1, n // 100) if progress else n
         start, last_failure = 0, -1
         self.reanalyses = 0
-        wall, cpu = _time.perf_counter(), _time.thread_time()
+        wall, cpu, proc = _time.perf_counter(), _time.thread_time(), _time.process_time()
         while start < n:
             stop = min(n, start + chunk)
             outs = (out_q, out_qd, out_qdd, out_res, out_iter)
@@ -342,8 +342,9 @@ class Kinematics:
             if progress:
                 progress(start, n)
         wall, cpu = _time.perf_counter() - wall, _time.thread_time() - cpu
+        proc = _time.process_time() - proc
         return KinematicResults(self, times, out_q, out_qd, out_qdd, out_res, out_iter, wall,
-                                cpu)
+                                cpu, proc)
 
 
 import numba as nb  # noqa: E402

@@ -51,7 +51,8 @@ def channel_names(f) -> list[str]:
 
 
 class KinematicResults(Results):
-    def __init__(self, analysis, times, Q, QD, QDD, residual, iterations, wall, cpu=None):
+    def __init__(self, analysis, times, Q, QD, QDD, residual, iterations, wall, cpu=None,
+                 process_cpu=None):
         self.analysis = analysis
         self.q, self.qd, self.qdd = Q, QD, QDD
         self.iterations = iterations
@@ -76,6 +77,8 @@ class KinematicResults(Results):
             "wall_time_s": wall, "us_per_step": wall / n * 1e6,
             # CPU time of the simulating thread: what the steps cost on a busy machine
             "cpu_us_per_step": None if cpu is None else cpu / n * 1e6,
+            # ... and of every thread of the process (outer worker threads included)
+            "process_cpu_us_per_step": None if process_cpu is None else process_cpu / n * 1e6,
             "max_residual": {"position": float(res[:, 0].max()), "velocity": float(res[:, 1].max()),
                              "acceleration": float(res[:, 2].max())},
         }
