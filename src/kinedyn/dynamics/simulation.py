@@ -293,13 +293,13 @@ class Dynamics:
         # load (or compile) the run kernel outside the timed region: a zero-step run
         second_order = self.method != "hdca"  # HDCA integrates [q; p], not [q; qd]
         if self.method == "embedded":   # generated run loop (kinedyn.symbolic)
-            def advance(y, t_start, count, rec):
-                return self.embedded.run(y, t_start, dt, count, record_every, rec)
+            def advance(y, t_start, count, rec, every=record_every):
+                return self.embedded.run(y, t_start, dt, count, every, rec)
         else:
-            def advance(y, t_start, count, rec):
+            def advance(y, t_start, count, rec, every=record_every):
                 return I.integrate_fixed(self.system, self.sys_work, y, t_start, dt, count,
                                          self.integrator_code, self.n_pos, second_order,
-                                         record_every, rec, scratch)
+                                         every, rec, scratch)
         advance(y.copy(), self.t0, 0, out[:1].copy())
         while done < n_steps:
             count = min(chunk, n_steps - done)
@@ -310,31 +310,35 @@ class Dynamics:
             wall += _time.perf_counter() - start
             cpu += _time.thread_time() - cpu_start
             if st != 0:
+                # y is the state at the start of the failed step: re-analyse the pivot order or
+                # re-partition there and go on from it (HDCA and embedded have nothing to redo).
+                # Only a failure later than the last one is retried, so the run always advances
+                # (re-partitioning at an earlier recorded state could alternate between two
+                # partitions forever).
                 failed = done + k
-                # re-analyse the pivot order / re-partition, retry (HDCA has nothing to redo)
-                if failed != last_failure and self.method not in ("hdca", "embedded"):
-                    last_failure = failed
-                    self._rebuild_from_state(y, self.t0 + failed * dt, st)
-                    y = self.y
-                    self.reanalyses += 1
-                    steps_ok = (k // record_every) * record_every
-                    done += steps_ok
-                    if steps_ok != k:  # restart from the last recorded state
-                        y[:] = self._state_from_record(out[done // record_every])
-                    continue
-                self._raise(st, y, self.t0 + failed * dt)
+                if failed <= last_failure or self.method in ("hdca", "embedded"):
+                    self._raise(st, y, self.t0 + failed * dt)
+                last_failure = failed
+                self._rebuild_from_state(y, self.t0 + failed * dt, st)
+                y = self.y
+                self.reanalyses += 1
+                done = failed
+                rest = -failed % record_every
+                if rest:  # finish the record interval, then the record schedule resumes
+                    row = np.empty((2, out.shape[1]))
+                    start, cpu_start = _time.perf_counter(), _time.thread_time()
+                    st, k = advance(y, self.t0 + failed * dt, rest, row, rest)
+                    wall += _time.perf_counter() - start
+                    cpu += _time.thread_time() - cpu_start
+                    if st != 0:
+                        self._raise(st, y, self.t0 + (failed + k) * dt)
+                    done += rest
+                    out[done // record_every] = row[1]
+                continue
             done += count
             if progress:
                 progress(done, n_steps)
         return wall, cpu
-
-    def _state_from_record(self, row):
-        n = self.f.n_q
-        q, qd = row[:n], row[n:]
-        if self.method == "partitioning":
-            ind = self.independent
-            return np.concatenate([q[ind], qd[ind]])
-        return row.copy()
 
     def _full_state(self, y, t):
         """Full (q, qd) of the integrator state y at time t."""
