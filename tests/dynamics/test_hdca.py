@@ -112,8 +112,7 @@ def test_serial_and_threaded_are_identical(name, workers):
     qd, pd = h.state_derivative(q, p)
     team = ThreadedHDCA(h.data, h.make_work(), workers)
     plan = team.plan
-    owned = np.concatenate([plan.joints, plan.boundary])
-    assert sorted(owned) == list(range(h.n_j))  # every joint rate computed exactly once
+    assert sorted(plan.joints) == list(range(h.n_j))  # every joint rate computed exactly once
     assert sorted(np.concatenate([plan.nodes, plan.top])) == list(range(h.n_b, 2 * h.n_b - 1))
     scratch = np.zeros((6, 2 * h.n_j))
     assert team.derivative(np.concatenate([q, p]), scratch, 3) == 0
@@ -140,7 +139,8 @@ def test_team_plan_splits_the_tree_into_subtrees():
     h = Hamiltonian(get("cart-pendulum-64").compile())  # 65 bodies: subtrees of 33 and 32
     plan = make_plan(h.data, 2)
     assert list(plan.body_lo) == [33, 0] and list(plan.body_hi) == [65, 33]
-    assert list(plan.top) == [h.tree.root] and list(plan.boundary) == [33]
+    assert list(plan.top) == [h.tree.root] and plan.leader == 1  # the range without a prefix
+    assert h.n_j == 65 and list(plan.joints) == list(range(33, 65)) + list(range(33))
     for w in range(2):
         nodes = plan.nodes[plan.node_ptr[w]:plan.node_ptr[w + 1]]
         assert len(nodes) == plan.body_hi[w] - plan.body_lo[w] - 1

@@ -3,8 +3,8 @@
 Each worker of a :class:`kinedyn.parallel.team.Team` runs :func:`team_worker`: every step's
 stages evaluate the state derivative with :func:`~kinedyn.formulations.hamiltonian.team.evaluate_part`
 (the worker's subtree of the assembly tree), and the worker applies the integrator's update to
-the entries of the joints it computed (worker 0 also to the joints between ranges), so no other
-synchronisation than the evaluation's three barriers is needed. The updates are the per-entry
+the entries of the joints it computed, so no other synchronisation than the evaluation's
+barriers is needed. The updates are the per-entry
 formulas of :func:`kinedyn.dynamics.integrators.step` (same operations in the same order), so
 a threaded run equals the serial ``integrate_fixed`` run bit for bit.
 """
@@ -16,7 +16,7 @@ import numba as nb
 import numpy as np
 
 from .._unmanaged import unmanaged
-from ..formulations.hamiltonian.team import boundary_rates, evaluate_part, make_plan
+from ..formulations.hamiltonian.team import evaluate_part, make_plan
 from ..parallel.team import Team, make_sync
 from .integrators import EULER, RK4, SEMI_IMPLICIT_EULER
 
@@ -66,34 +66,23 @@ def team_worker(data_, work_, plan_, w, sync, y_, dt, n_steps, method, record_ev
     y, out, scratch = unmanaged(y_), unmanaged(out_), unmanaged(scratch_)
     n = data.n_j
     own, own_lo, own_hi = plan.joints, plan.joint_ptr[w], plan.joint_ptr[w + 1]
-    bnd, n_bnd = plan.boundary, plan.boundary.shape[0] if w == 0 else 0
     saved = scratch[5]
     n_stages = 4 if method == RK4 else (2 if method == SEMI_IMPLICIT_EULER else 1)
-    gen = 0
     for s in range(n_steps):
         _copy_joints(own, own_lo, own_hi, n, y, saved)
-        _copy_joints(bnd, 0, n_bnd, n, y, saved)
         for stage in range(n_stages):
             src = scratch[4] if method == RK4 and stage > 0 else y
             kd = scratch[stage]
-            st = evaluate_part(data, work, plan, w, sync, gen, src[:n], src[n:], kd[:n], kd[n:])
-            gen += 1
+            st = evaluate_part(data, work, plan, w, sync, src[:n], src[n:], kd[:n], kd[n:])
             if st != 0:
                 _copy_joints(own, own_lo, own_hi, n, saved, y)
-                _copy_joints(bnd, 0, n_bnd, n, saved, y)
                 status[w, 0], status[w, 1] = st, s
                 return
             for a in range(own_lo, own_hi):
                 _update(method, stage, own[a], n, y, scratch, dt)
                 _update(method, stage, n + own[a], n, y, scratch, dt)
-            boundary_rates(data, work, plan, w, sync, kd[:n], kd[n:])
-            for a in range(n_bnd):
-                _update(method, stage, bnd[a], n, y, scratch, dt)
-                _update(method, stage, n + bnd[a], n, y, scratch, dt)
         if method != DERIVATIVE and (s + 1) % record_every == 0:
-            row = out[(s + 1) // record_every]
-            _copy_joints(own, own_lo, own_hi, n, y, row)
-            _copy_joints(bnd, 0, n_bnd, n, y, row)
+            _copy_joints(own, own_lo, own_hi, n, y, out[(s + 1) // record_every])
     status[w, 0], status[w, 1] = 0, n_steps
 
 
@@ -112,7 +101,7 @@ class ThreadedHDCA:
     def run(self, y, dt, n_steps, method, record_every, out, scratch) -> tuple[int, int]:
         """As :func:`~kinedyn.dynamics.integrators.integrate_fixed` (``out[0]`` = ``y``):
         ``(status, steps done)``."""
-        sync = make_sync()
+        sync = make_sync(self.plan.n_workers)
         out[0] = y
 
         def fn(w):

@@ -5,8 +5,8 @@ compiled with ``nogil=True``, so the threads really run in parallel and the whol
 step, every level of the group DAG - happens inside compiled code. Worker ``w`` solves the
 groups assigned to it on each level (balanced by size), then waits at a barrier until every
 worker has finished that level (the next level reads their coordinates). The barrier is a
-sense-counting spin barrier on atomic integers, yielding the core after a few thousand spins so
-that an oversubscribed machine does not stall. No allocation, no GIL, no Python per step. The
+spin barrier on atomic integers (each worker publishes its arrivals on its own cache line),
+yielding the core after a while so that an oversubscribed machine does not stall. No allocation, no GIL, no Python per step. The
 pool, the atomics and the barrier are the shared :mod:`kinedyn.parallel.team` (also used by
 threaded HDCA); their names stay importable from here.
 
@@ -21,8 +21,8 @@ import numba as nb
 import numpy as np
 
 from .._unmanaged import unmanaged
-from ..parallel.team import (ABORT, COUNT, DECISION, GENERATION, SPINS, Team,  # noqa: F401
-                             atomic_add, atomic_load, atomic_store, barrier, sched_yield)
+from ..parallel.team import (ABORT, SPINS, Team, atomic_add, atomic_load,  # noqa: F401
+                             atomic_store, barrier, make_sync, sched_yield)
 from . import kernels as K
 from .grouped import _group_pva, predict
 
@@ -71,7 +71,7 @@ def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, assign_ptr, assig
                     out_q[k, c] = q[c]
                     out_qd[k, c] = qd[c]
                     out_qdd[k, c] = qdd[c]
-            if not barrier(sync, n_workers):
+            if not barrier(sync, n_workers, w):
                 return
         out_res[w, k] = err_max
         out_iter[w, k] = it_max
@@ -102,7 +102,7 @@ class ThreadedRunner:
         self.engine = engine
         self.n = int(n_workers)
         self.assign_ptr, self.assign, self.n_levels = assign_groups(engine.structure, self.n)
-        self.sync = np.zeros(4, np.int64)
+        self.sync = make_sync(self.n)
         self.status = np.zeros((self.n, 3), np.int64)
         self.works = (engine.kin.work,) + tuple(engine.kin.f.make_work()
                                                 for _ in range(1, self.n))  # one per thread

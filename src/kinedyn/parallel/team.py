@@ -9,16 +9,22 @@ every level) without the GIL, without Python and without allocation. Inside, wor
 :func:`barrier` (all arrive before any leaves) or wait for a published counter with
 :func:`wait_until` (one producer, a consumer waits until the producer has got far enough).
 
-Synchronisation lives in a small ``int64`` array (:func:`make_sync`) accessed with LLVM atomics:
-slots ``COUNT, GENERATION, ABORT, DECISION`` belong to the barrier, slots ``PROGRESS`` and
-``PROGRESS_2`` (each on its own cache line) are counters for :func:`wait_until`. Waits spin ``SPINS`` times, then yield the core
-on every further spin, so that an oversubscribed machine does not stall behind a spinning
-thread.
+Synchronisation lives in a small ``int64`` array (:func:`make_sync`, aligned to 64 bytes)
+accessed with LLVM atomics, every writer on its own cache line so that no two threads write the
+same line: line 0 holds the sticky ``ABORT`` request, lines 1 and 2 the counters ``PROGRESS``
+and ``PROGRESS_2`` for :func:`wait_until`, and line ``3 + w`` worker ``w``'s barrier arrivals.
+The barrier has no shared counter (a counter's cache line bounces between the cores on every
+arrival, and a locked add stalls the arriving core): each worker publishes its own arrival and
+reads the others' (on 2 cores, one line transfer each way). Waits spin with the CPU's ``pause``
+hint (which keeps a spinning core from flooding the memory system and from stalling the
+pipeline when the awaited line changes) ``SPINS`` times, then yield the core on every further
+spin, so that an oversubscribed machine does not stall behind a spinning thread.
 """
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import platform
 import queue
 import threading
 import weakref
@@ -26,6 +32,7 @@ import weakref
 import llvmlite.binding as llvm
 import numba as nb
 import numpy as np
+from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -34,16 +41,25 @@ from numba.np.arrayobj import make_array
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
 llvm.add_symbol("kinedyn_sched_yield", ctypes.cast(_libc.sched_yield, ctypes.c_void_p).value)
 sched_yield = types.ExternalFunction("kinedyn_sched_yield", types.int32())
-SPINS = 4000  # busy-wait iterations before yielding the core
+_X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
+SPINS = 1000  # pause-spins before yielding the core (a pause is ~10-140 cycles by CPU: 5-50 us)
 
-COUNT, GENERATION, ABORT, DECISION = 0, 1, 2, 3
-PROGRESS, PROGRESS_2 = 8, 16  # counters, 64 bytes apart: one cache line each
-SYNC_SIZE = 24
+LINE = 8  # int64 slots per 64-byte cache line
+ABORT = 0
+PROGRESS, PROGRESS_2 = LINE, 2 * LINE  # counters for wait_until, one cache line each
+_ARRIVALS = 3 * LINE  # worker w's barrier arrivals: slots _ARRIVALS + LINE w + (0, 1)
+MAX_WORKERS = 64
 
 
-def make_sync() -> np.ndarray:
-    """A zeroed synchronisation array for one team run."""
-    return np.zeros(SYNC_SIZE, np.int64)
+def make_sync(n_workers: int = 8) -> np.ndarray:
+    """A zeroed synchronisation array for one team run of up to ``n_workers`` workers, its
+    start aligned to a cache line (so that the per-writer lines really are separate)."""
+    if not 1 <= int(n_workers) <= MAX_WORKERS:
+        raise ValueError(f"a sync array serves 1..{MAX_WORKERS} workers, got {n_workers}")
+    n = _ARRIVALS + LINE * int(n_workers)
+    raw = np.zeros(n + LINE, np.int64)
+    skip = (-raw.ctypes.data % 64) // 8
+    return raw[skip:skip + n]
 
 
 # ---- atomics --------------------------------------------------------------------------------------
@@ -79,29 +95,58 @@ def atomic_store(typingctx, arr, i, v):
     return types.void(arr, i, types.int64), codegen
 
 
-# ---- waiting ----------------------------------------------------------------------------------------
-@nb.njit(cache=True, nogil=True)
-def barrier(sync, n):
-    """Wait until ``n`` workers arrive; False (for every worker alike) if a worker asked to abort
-    (``sync[ABORT] = 1``) before arriving.
+@intrinsic
+def cpu_relax(typingctx):
+    """The spin-wait hint (x86 ``pause``; nothing elsewhere)."""
+    def codegen(context, builder, sig, args):
+        if _X86:
+            fn = cgutils.get_or_insert_function(builder.module,
+                                                ir.FunctionType(ir.VoidType(), []),
+                                                "llvm.x86.sse2.pause")
+            builder.call(fn, [])
+        return context.get_dummy_value()
+    return types.void(), codegen
 
-    The last to arrive decides: it copies the abort flag into ``DECISION`` before releasing the
-    others, who read that copy - not the live flag, which a fast worker may already have set
-    while failing in the *next* phase (the workers would then disagree and deadlock).
+
+# ---- waiting ----------------------------------------------------------------------------------------
+@nb.njit(cache=True, nogil=True, inline="always")
+def spin(spins):
+    """One turn of a wait loop that has turned ``spins`` times: pause, or yield the core once
+    the wait has lasted ``SPINS`` turns."""
+    if spins > SPINS:
+        sched_yield()
+    else:
+        cpu_relax()
+
+
+@nb.njit(cache=True, nogil=True)
+def barrier(sync, n, w):
+    """Worker ``w`` waits until all ``n`` workers arrive; False (for every worker alike) if a
+    worker asked to abort (``sync[ABORT] = 1``) before arriving.
+
+    Worker ``w`` counts its barriers in its own line: arrival number ``e`` is published as
+    ``2 e + a`` (``a`` the abort flag it saw on arriving) in slot ``e % 2`` of its line; it then
+    waits for everybody's arrival ``e`` and aborts if any of them saw the flag. Every worker reads
+    the same published values, so all decide alike, although a fast worker may already be
+    setting the live flag in the *next* phase. Two slots by parity: a worker can be one barrier
+    ahead of a slow reader, never two, so the value a reader needs is never overwritten.
     """
-    gen = atomic_load(sync, GENERATION)
-    if atomic_add(sync, COUNT, 1) == n - 1:
-        decision = atomic_load(sync, ABORT)
-        atomic_store(sync, DECISION, decision)
-        atomic_store(sync, COUNT, 0)
-        atomic_add(sync, GENERATION, 1)
-        return decision == 0
-    spins = 0
-    while atomic_load(sync, GENERATION) == gen:
-        spins += 1
-        if spins > SPINS:
-            sched_yield()
-    return atomic_load(sync, DECISION) == 0
+    own = _ARRIVALS + LINE * w
+    e = max(atomic_load(sync, own), atomic_load(sync, own + 1)) // 2 + 1
+    parity = e % 2
+    abort = atomic_load(sync, ABORT)
+    atomic_store(sync, own + parity, 2 * e + abort)
+    for v in range(n):
+        if v != w:
+            slot = _ARRIVALS + LINE * v + parity
+            spins = 0
+            x = atomic_load(sync, slot)
+            while x // 2 < e:
+                spins += 1
+                spin(spins)
+                x = atomic_load(sync, slot)
+            abort |= x % 2
+    return abort == 0
 
 
 @nb.njit(cache=True, nogil=True)
@@ -112,8 +157,7 @@ def wait_until(sync, slot, value):
     spins = 0
     while atomic_load(sync, slot) < value:
         spins += 1
-        if spins > SPINS:
-            sched_yield()
+        spin(spins)
 
 
 # ---- the team -------------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ def make_dense(data: HDCAData, work: HDCAWork) -> tuple[DenseChain, DenseWork]:
 
 @nb.njit(cache=True, nogil=True)
 def _axes_and_inertias(data, work, dw, q):
-    forward_kinematics(data, work, q, None, 0)
+    forward_kinematics(data, work, q, 0, data.n_b)
     for k in range(data.n_j):
         if data.jtype[k] == REVOLUTE:
             dw.s[k, 0], dw.s[k, 1], dw.s[k, 2] = work.joint[k, 1], -work.joint[k, 0], 1.0

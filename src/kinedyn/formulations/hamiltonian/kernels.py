@@ -30,7 +30,6 @@ import numpy as np
 
 from ..._unmanaged import unmanaged
 from ...linalg.inversion import inverse_2x2, ldup_inverse
-from ...parallel.team import PROGRESS, atomic_store
 from .. import protocol
 
 REVOLUTE, PRISMATIC = 0, 1
@@ -115,14 +114,18 @@ def make_work(data: HDCAData) -> HDCAWork:
 
 # ---- forward kinematics ---------------------------------------------------------------------------
 @nb.njit(cache=True, nogil=True, inline="always")
-def forward_kinematics(data, work, q, sync, base):
+def forward_kinematics(data, work, q, lo, hi):
     """Body poses, joint points, handles and subspaces H, D from the joint coordinates (base to
-    tip). With a team's ``sync`` array (else ``None``) the pass publishes its progress: counter
-    ``base + k + 1`` once everything of joints ``0..k`` is written (handles included), and
-    ``base + n_j + 1`` at the end (:func:`kinedyn.parallel.team.wait_until`)."""
+    tip), written for the joints ``lo <= k < hi`` and the bodies ``lo..hi-1`` only (with
+    ``hi = n_b`` also the loop-closing joint ``n_b`` and the free tip's handle): the chain is
+    still followed from the ground, by the same operations, so the part of a team worker
+    (:mod:`.team`) equals the serial pass (``lo, hi = 0, n_b``) bit for bit without waiting for
+    the workers before it. Joint ``k`` writes handle 2 of body ``k - 1``."""
     th, ox, oy = 0.0, 0.0, 0.0  # the ground frame
     c, s = 1.0, 0.0
-    for k in range(data.n_j):
+    end = data.n_j if hi == data.n_b else hi
+    for k in range(end):
+        write = k >= lo
         ground_a = k == 0
         pa = data.point_a[k]
         if ground_a:
@@ -133,40 +136,40 @@ def forward_kinematics(data, work, q, sync, base):
             ay = oy + s * pa[0] + c * pa[1]
             ux = c * data.axis[k, 0] - s * data.axis[k, 1]
             uy = s * data.axis[k, 0] + c * data.axis[k, 1]
-        H, D = work.H[k], work.D[k]
-        D[:, :] = 0.0
         if data.jtype[k] == REVOLUTE:
             th = th + q[k] + data.offset[k]
-            H[0], H[1], H[2] = 0.0, 0.0, 1.0
-            D[0, 0], D[1, 1] = 1.0, 1.0
             rx, ry = ax, ay
         else:
             th = th + data.offset[k]
-            H[0], H[1], H[2] = ux, uy, 0.0
-            D[0, 0], D[1, 0], D[2, 1] = -uy, ux, 1.0
             rx, ry = ax + ux * q[k], ay + uy * q[k]
-        work.joint[k, 0], work.joint[k, 1] = rx, ry
-        if k > 0:
-            work.h2[k - 1, 0], work.h2[k - 1, 1] = rx, ry
+        if write:
+            H, D = work.H[k], work.D[k]
+            D[:, :] = 0.0
+            if data.jtype[k] == REVOLUTE:
+                H[0], H[1], H[2] = 0.0, 0.0, 1.0
+                D[0, 0], D[1, 1] = 1.0, 1.0
+            else:
+                H[0], H[1], H[2] = ux, uy, 0.0
+                D[0, 0], D[1, 0], D[2, 1] = -uy, ux, 1.0
+            work.joint[k, 0], work.joint[k, 1] = rx, ry
+            if k > 0:
+                work.h2[k - 1, 0], work.h2[k - 1, 1] = rx, ry
         if k == data.n_b:  # the loop-closing joint: B is the ground
             break
-        work.h1[k, 0], work.h1[k, 1] = rx, ry
         c, s = math.cos(th), math.sin(th)
         pb = data.point_b[k]
         ox = rx - (c * pb[0] - s * pb[1])
         oy = ry - (s * pb[0] + c * pb[1])
-        work.theta[k] = th
-        work.origin[k, 0], work.origin[k, 1] = ox, oy
-        cm = data.com[k]
-        work.cw[k, 0] = ox + c * cm[0] - s * cm[1]
-        work.cw[k, 1] = oy + s * cm[0] + c * cm[1]
-        if sync is not None:
-            atomic_store(sync, PROGRESS, base + k + 1)
-    if not data.closed:  # free tip: no joint, no impulse; any point serves as handle 2
-        b = data.n_b - 1
+        if write:
+            work.h1[k, 0], work.h1[k, 1] = rx, ry
+            work.theta[k] = th
+            work.origin[k, 0], work.origin[k, 1] = ox, oy
+            cm = data.com[k]
+            work.cw[k, 0] = ox + c * cm[0] - s * cm[1]
+            work.cw[k, 1] = oy + s * cm[0] + c * cm[1]
+    if not data.closed and hi == data.n_b:  # free tip: no joint, no impulse; any point serves
+        b = data.n_b - 1                    # as handle 2
         work.h2[b, 0], work.h2[b, 1] = work.cw[b, 0], work.cw[b, 1]
-    if sync is not None:
-        atomic_store(sync, PROGRESS, base + data.n_j + 1)
 
 
 # ---- leaves: body coefficients (eqs. 13-18) and loads (eq. 38) ------------------------------------
@@ -433,7 +436,7 @@ def velocities(work, lo, hi):
 def evaluate(data, work, q, p, qd, pd) -> int:
     """The passes of one evaluation (inlined into its callers, which hand it unmanaged views):
     the tree's levels upwards, the base connection, the levels downwards."""
-    forward_kinematics(data, work, q, None, 0)
+    forward_kinematics(data, work, q, 0, data.n_b)
     leaves(data, work, p, 0, data.n_b)
     nodes = data.level_nodes
     if assemblies(data, work, nodes, 0, nodes.shape[0]) != 0:
