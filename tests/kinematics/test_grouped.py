@@ -74,6 +74,27 @@ def test_threads_give_the_serial_results(solver):
     assert kin.engine.runner is not None and par.summary["strategy"] == "groups"
 
 
+def test_threads_take_consecutive_groups():
+    """Each worker gets one run of neighbouring groups per level (not every other leg), the
+    runs balanced: the Stewart platform's six legs split three and three, in coordinate order,
+    and every group of a level goes to exactly one worker."""
+    from kinedyn.kinematics.threads import _contiguous_split
+    assert _contiguous_split([1, 1, 1, 1, 1, 1], 2) == [0, 3, 6]
+    assert _contiguous_split([9, 1, 1, 1, 4], 2) == [0, 1, 5]
+    assert _contiguous_split([5], 2) in ([0, 0, 1], [0, 1, 1])
+    kin = Kinematics(get("stewart-paper").compile(), strategy="groups", threads=(2, 1))
+    r, gs = kin.engine.runner, kin.engine.structure
+    for lv, level in enumerate(gs.levels):
+        mine = [list(r.assign[r.assign_ptr[w * r.n_levels + lv]:r.assign_ptr[w * r.n_levels + lv + 1]])
+                for w in range(2)]
+        assert sorted(mine[0] + mine[1]) == sorted(level)
+        if len(level) == 6:
+            assert [len(m) for m in mine] == [3, 3]
+            first = [sorted(min(gs.groups[g].unknowns) for g in m) for m in mine]
+            assert first[0][-1] < first[1][0]  # worker 0's legs all before worker 1's
+    kin.engine.close()
+
+
 def test_threaded_failure_names_group():
     """A trajectory leaving the workspace: the worker that fails stops every worker at the
     next barrier and the error names its group."""

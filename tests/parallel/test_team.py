@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from kinedyn.parallel.team import (ABORT, PROGRESS, Team, atomic_store, barrier, make_sync,
-                                   wait_until)
+                                   private_copy, private_zeros, wait_until)
 
 
 @nb.njit(nogil=True)
@@ -29,6 +29,19 @@ def _abort(sync, w, n, result):
     if w == 1:
         atomic_store(sync, ABORT, 1)
     result[w] = 1 if barrier(sync, n, w) else 0
+
+
+@nb.njit(nogil=True)
+def _abort_in_next_phase(sync, w, n, at, passed):
+    """Worker 0 asks to abort right after leaving barrier ``at``, while the others may still be
+    inside it: every worker must pass barrier ``at`` and stop at the next one."""
+    for r in range(at + 2):
+        if not barrier(sync, n, w):
+            passed[w] = r
+            return
+        if w == 0 and r == at:
+            atomic_store(sync, ABORT, 1)
+    passed[w] = -1
 
 
 @nb.njit(nogil=True)
@@ -58,6 +71,43 @@ def test_abort_reaches_every_worker():
     with Team(3) as team:
         team.run(lambda w: _abort(sync, w, 3, result))
     assert list(result) == [0, 0, 0]
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_abort_in_the_next_phase_does_not_split_the_decision(n):
+    for at in (0, 1, 5, 50):
+        sync, passed = make_sync(n), np.full(n, -2, np.int64)
+        with Team(n) as team:
+            team.run(lambda w: _abort_in_next_phase(sync, w, n, at, passed))
+        assert list(passed) == [at + 1] * n
+
+
+def test_sync_array_lines():
+    sync = make_sync(3)
+    assert sync.ctypes.data % 64 == 0 and not sync.any()
+    with pytest.raises(ValueError):
+        make_sync(0)
+
+
+def test_private_memory_has_cache_lines_of_its_own():
+    a, b = private_zeros(5), private_zeros((3, 3), np.float32)
+    assert a.shape == (5,) and b.shape == (3, 3) and b.dtype == np.float32
+    for x in (a, b):
+        assert x.ctypes.data % 64 == 0 and x.flags.c_contiguous and not x.any()
+        assert x.base.nbytes - (x.ctypes.data - x.base.ctypes.data) >= 64  # last line padded
+    lines = lambda x: set(range(x.ctypes.data // 64, (x.ctypes.data + x.nbytes - 1) // 64 + 1))
+    assert not lines(a) & lines(b)
+    from typing import NamedTuple
+
+    class W(NamedTuple):
+        x: np.ndarray
+        n: int
+        inner: tuple
+    w = W(np.arange(3.0), 4, (np.ones(2, np.int64),))
+    c = private_copy(w)
+    assert type(c) is W and c.n == 4 and c.x.ctypes.data % 64 == 0
+    assert np.array_equal(c.x, w.x) and c.x is not w.x
+    assert np.array_equal(c.inner[0], w.inner[0]) and c.inner[0].dtype == np.int64
 
 
 def test_published_progress_makes_writes_visible():

@@ -24,6 +24,7 @@ from ..errors import SingularConfigurationError, SolverError
 from ..linalg.dense import dense_lu
 from ..linalg.sparse import analyse as sparse_analyse
 from ..linalg.subsystem import extract
+from ..parallel.team import private_copy
 from . import kernels as K
 from .diagnose import worst
 from .groups import find_groups
@@ -81,7 +82,7 @@ class GroupEngine:
                 except RuntimeError:  # SuperLU: "Factor is exactly singular"
                     self.fail(K.SINGULAR, q, t, g)
             solvers.append(s)
-            sworks.append(w)
+            sworks.append(private_copy(w))  # threads factorise groups side by side
         self.solvers, self.sworks = tuple(solvers), tuple(sworks)
 
     def solve_once(self, q, qd, qdd, t, tol, max_iter, fixed):

@@ -22,7 +22,8 @@ import numpy as np
 
 from .._unmanaged import unmanaged
 from ..parallel.team import (ABORT, SPINS, Team, atomic_add, atomic_load,  # noqa: F401
-                             atomic_store, barrier, make_sync, sched_yield)
+                             atomic_store, barrier, make_sync, private_copy,
+                             private_zeros, sched_yield)
 from . import kernels as K
 from .grouped import _group_pva, predict
 
@@ -77,16 +78,41 @@ def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, assign_ptr, assig
         out_iter[w, k] = it_max
 
 
+def _contiguous_split(loads, n_parts):
+    """Cut ``loads`` (in order) into ``n_parts`` consecutive runs with the smallest largest
+    sum (dynamic programming over the cut points): ``n_parts + 1`` boundaries."""
+    n = len(loads)
+    pre = np.concatenate([[0.0], np.cumsum(loads, dtype=float)])
+    best = np.full((n_parts + 1, n + 1), np.inf)
+    cut = np.zeros((n_parts + 1, n + 1), np.int64)
+    best[0, 0] = 0.0
+    for k in range(1, n_parts + 1):
+        for j in range(n + 1):
+            for i in range(j + 1):
+                v = max(best[k - 1, i], pre[j] - pre[i])
+                if v < best[k, j]:
+                    best[k, j], cut[k, j] = v, i
+    bounds = [n]
+    for k in range(n_parts, 0, -1):
+        bounds.append(int(cut[k, bounds[-1]]))
+    return bounds[::-1]
+
+
 def assign_groups(structure, n_workers: int):
-    """Groups of each level spread over workers, largest first to the least loaded (LPT)."""
+    """The groups of each level, in the order of their coordinates, cut into ``n_workers``
+    consecutive runs of balanced cost (a group's cost taken as its size squared). Consecutive
+    groups hold neighbouring coordinates (and scratch), so each worker writes one stretch of
+    the shared arrays, which meet another worker's in one cache line at most; spreading
+    equal legs alternately over the workers (largest-first balancing) made every leg boundary
+    a line that both cores write at every step."""
     n_levels = len(structure.levels)
     lists = [[[] for _ in range(n_levels)] for _ in range(n_workers)]
     for lv, level in enumerate(structure.levels):
-        load = [0] * n_workers
-        for g in sorted(level, key=lambda g: -structure.groups[g].size):
-            w = int(np.argmin(load))
-            lists[w][lv].append(g)
-            load[w] += structure.groups[g].size ** 2  # cost grows faster than the size
+        order = sorted(level, key=lambda g: min(structure.groups[g].unknowns, default=0))
+        loads = [structure.groups[g].size ** 2 for g in order]
+        bounds = _contiguous_split(loads, n_workers)
+        for w in range(n_workers):
+            lists[w][lv] = order[bounds[w]:bounds[w + 1]]
     ptr, flat = [0], []
     for w in range(n_workers):
         for lv in range(n_levels):
@@ -104,8 +130,18 @@ class ThreadedRunner:
         self.assign_ptr, self.assign, self.n_levels = assign_groups(engine.structure, self.n)
         self.sync = make_sync(self.n)
         self.status = np.zeros((self.n, 3), np.int64)
-        self.works = (engine.kin.work,) + tuple(engine.kin.f.make_work()
-                                                for _ in range(1, self.n))  # one per thread
+        # what a worker writes lies in cache lines of its own: the formulation scratch, each
+        # group's residual and right-hand side, and a Jacobian values array per worker (the
+        # groups' rows interleave in the shared one; a group's rows are read by it alone)
+        f = engine.kin.f
+        self.works = tuple(private_copy(f.make_work()) for _ in range(self.n))
+        owner = np.zeros(len(engine.plans), np.int64)
+        for w in range(self.n):
+            owner[self.assign[self.assign_ptr[w * self.n_levels]:
+                              self.assign_ptr[(w + 1) * self.n_levels]]] = w
+        values = [private_zeros(len(engine.values)) for _ in range(self.n)]
+        self.pws = tuple(K.PlanWork(private_zeros(len(pw.phi)), private_zeros(len(pw.rhs)),
+                                    values[owner[g]]) for g, pw in enumerate(engine.pws))
         self.team = Team(self.n, "kinedyn-group")
 
     def run(self, times, q, qd, qdd, start, stop, tol, max_iter, fixed, extrapolate, outs):
@@ -116,7 +152,7 @@ class ThreadedRunner:
         self.sync[:] = 0
 
         def work(w):
-            run_worker(e.kin.data, self.works, e.solvers, e.sworks, e.plans, e.pws, self.assign_ptr,
+            run_worker(e.kin.data, self.works, e.solvers, e.sworks, e.plans, self.pws, self.assign_ptr,
                        self.assign, self.n_levels, w, self.n, self.sync, times, q, qd, qdd,
                        start, stop, tol, max_iter, fixed, extrapolate, out_q, out_qd, out_qdd,
                        res_w, it_w, self.status)

@@ -62,6 +62,34 @@ def make_sync(n_workers: int = 8) -> np.ndarray:
     return raw[skip:skip + n]
 
 
+# ---- memory one worker writes ----------------------------------------------------------------------
+def private_zeros(shape, dtype=np.float64) -> np.ndarray:
+    """Zeros in cache lines of their own: the array starts on a 64-byte boundary and its last
+    line is padded, so no other array shares a line with it. Scratch that one worker writes
+    while another writes a neighbouring allocation would otherwise bounce a line between the
+    cores at every write (false sharing: small ``np.zeros`` come from the same malloc bins)."""
+    dtype = np.dtype(dtype)
+    shape = (shape,) if np.isscalar(shape) else tuple(shape)
+    size = int(np.prod(shape, dtype=np.int64))
+    n_bytes = -(-max(size * dtype.itemsize, 1) // 64) * 64
+    raw = np.zeros(n_bytes + 64, np.uint8)
+    skip = -raw.ctypes.data % 64
+    return raw[skip:skip + size * dtype.itemsize].view(dtype).reshape(shape)
+
+
+def private_copy(x):
+    """``x`` with every array (also inside tuples and NamedTuples) copied into
+    :func:`private_zeros`; anything else is kept."""
+    if isinstance(x, np.ndarray):
+        out = private_zeros(x.shape, x.dtype)
+        out[...] = x
+        return out
+    if isinstance(x, tuple):
+        items = [private_copy(v) for v in x]
+        return type(x)(*items) if hasattr(x, "_fields") else tuple(items)
+    return x
+
+
 # ---- atomics --------------------------------------------------------------------------------------
 def _pointer(context, builder, sig, args):
     aryty = sig.args[0]
