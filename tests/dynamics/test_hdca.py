@@ -135,18 +135,33 @@ def test_threaded_float32_run_equals_serial():
     assert np.array_equal(rs.p, rp.p)
 
 
-def test_team_plan_splits_the_tree_into_subtrees():
-    h = Hamiltonian(get("cart-pendulum-64").compile())  # 65 bodies: subtrees of 33 and 32
-    plan = make_plan(h.data, 2)
-    assert list(plan.body_lo) == [33, 0] and list(plan.body_hi) == [65, 33]
-    assert list(plan.top) == [h.tree.root] and plan.leader == 1  # the range without a prefix
-    assert h.n_j == 65 and list(plan.joints) == list(range(33, 65)) + list(range(33))
-    for w in range(2):
+@pytest.mark.parametrize("n, workers", [(64, 2), (37, 3), (2, 3), (1024, 2)])
+def test_team_plan_cuts_the_chain_into_balanced_ranges(n, workers):
+    """Consecutive ranges covering the chain, the first (no forward-kinematics prefix to
+    recompute) the longest; each internal node owned by the worker whose range holds it, or a
+    top node of the leader when it straddles a cut (children before parents, O(log n) of them);
+    each joint's rate computed exactly once."""
+    h = Hamiltonian(get(f"cart-pendulum-{n}" if n > 2 else "double-pendulum").compile())
+    plan = make_plan(h.data, workers)
+    spans = sorted(zip(plan.body_lo, plan.body_hi))
+    assert spans[0][0] == 0 and spans[-1][1] == h.n_b
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    assert spans[-1][1] > spans[-1][0]  # the tip's range is never empty
+    assert plan.body_lo[plan.leader] == 0 and plan.body_hi[plan.leader] > 0 or h.n_b < workers
+    if h.n_b >= 64:
+        lens = plan.body_hi - plan.body_lo
+        assert lens[plan.leader] == lens.max() and lens.max() - lens.min() <= 0.12 * h.n_b
+    height, first, last = h.tree.height, h.tree.first, h.tree.last
+    for w in range(workers):
         nodes = plan.nodes[plan.node_ptr[w]:plan.node_ptr[w + 1]]
-        assert len(nodes) == plan.body_hi[w] - plan.body_lo[w] - 1
-        assert all(plan.body_lo[w] <= h.tree.first[c] and h.tree.last[c] < plan.body_hi[w]
-                   for c in nodes)
-        assert np.all(np.diff(h.tree.height[nodes]) >= 0)  # children before parents
+        assert all(plan.body_lo[w] <= first[c] and last[c] < plan.body_hi[w] for c in nodes)
+        assert np.all(np.diff(height[nodes]) >= 0)  # children before parents
+    for c in plan.top:
+        assert any(first[c] < lo <= last[c] for lo in plan.body_lo if lo > 0)  # straddles
+    assert np.all(np.diff(height[plan.top]) >= 0)
+    assert len(plan.top) <= (workers - 1) * max(1, h.tree.depth)
+    assert sorted(np.concatenate([plan.nodes, plan.top])) == list(range(h.n_b, 2 * h.n_b - 1))
+    assert sorted(plan.joints) == list(range(h.n_j))
 
 
 def test_float32_tracks_float64():
