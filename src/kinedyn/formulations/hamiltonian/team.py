@@ -1,26 +1,24 @@
-"""Threaded HDCA evaluation: the chain cut into ranges of bodies over a persistent thread team.
+"""Threaded HDCA evaluation: the assembly tree split by subtrees over a persistent thread team.
 
 The paper's parallel HDCA (section 2, Fig. 3; O(log n) with one processor per node) evaluates
 the nodes of one tree level at the same time. With a few cores, one fork/join per level costs
 more than the few microseconds of work in a level (measured: 2 threads 0.48x at N = 256 with a
-Numba ``prange`` per level). Here each worker of a :class:`kinedyn.parallel.team.Team` owns a
-contiguous range of chain bodies, their joints and the internal nodes of the tree inside the
-range (whole subtrees; the tree numbers them consecutively, so the workers write disjoint
-stretches of memory), and runs them without synchronisation:
+Numba ``prange`` per level). Here each worker of a :class:`kinedyn.parallel.team.Team` owns one
+whole subtree below the top ``ceil(log2 n_workers)`` levels - a contiguous range of chain bodies,
+their joints and their internal nodes, so the workers write disjoint stretches of memory - and
+runs it without synchronisation:
 
 1. forward kinematics of its bodies and joints. The chain's poses are a serial prefix; a worker
    recomputes the poses of the bodies before its range (without writing them: about 15 ns per
    body, angles and sines only) instead of waiting for the worker that owns them; barrier;
 2. leaves (eqs. 13-18, 38) of its bodies, assembly (27-37, 39) of its subtree; barrier;
 3. the leader (the worker of the first range, which has no prefix to recompute): assembly of
-   the nodes that straddle two ranges (``O(log n)``, children first), base connection
-   (40-44), their disassembly (45-48); barrier;
+   the top nodes, base connection (40-44), disassembly of the top nodes (45-48); barrier;
 4. disassembly of its subtree, leaf velocities (11-12); barrier;
 5. rates (49-51) of its joints (joint ``k`` belongs to the worker of body ``k``).
 
 Four barriers per evaluation whatever the depth, plus one before the next (its inputs, written
-by all workers, must be complete). The ranges are cut so that the prefix is paid for: the
-first range is the longest (:func:`range_cuts`). An earlier version piped the forward kinematics of worker 0
+by all workers, must be complete). An earlier version piped the forward kinematics of worker 0
 into the leaves computed by worker 1 through a counter published after every body: on an idle
 2-core machine the cache line of that counter and the freshly written poses bounced between the
 cores for every body, and the threads ran slower than the serial pass (see ``docs/hdca.md``).
@@ -40,18 +38,11 @@ from .kernels import (HDCAData, assemblies, base_connection, disassemblies, forw
                       joint_rates, leaves, velocities)
 
 
-#: cost of following the chain through one body without writing it (the redundant prefix of
-#: a worker's forward kinematics: one cosine and sine, a few products), relative to the whole
-#: evaluation of one body; measured 0.10-0.11 (N = 256, 1024; 2-core Xeon, 2026-11-25)
-PREFIX_COST = 0.1
-
-
 class TeamPlan(NamedTuple):
-    """Who does what. Worker ``w`` owns chain bodies ``body_lo[w]:body_hi[w]`` (consecutive
-    ranges, worker 0 the last one), the internal nodes inside its range
-    ``nodes[node_ptr[w]:node_ptr[w+1]]`` (children before parents) and the joints
-    ``joints[joint_ptr[w]:joint_ptr[w+1]]`` of its bodies (the loop-closing joint to the last
-    range); ``top`` are the nodes that straddle two ranges, worked by ``leader``, the worker of
+    """Who does what. Worker ``w`` owns chain bodies ``body_lo[w]:body_hi[w]`` (a subtree),
+    its internal nodes ``nodes[node_ptr[w]:node_ptr[w+1]]`` (children before parents) and the
+    joints ``joints[joint_ptr[w]:joint_ptr[w+1]]`` of its bodies (the loop-closing joint to the
+    last range); ``top`` are the nodes above the subtrees, worked by ``leader``, the worker of
     the first range."""
     n_workers: int
     leader: int
@@ -64,48 +55,38 @@ class TeamPlan(NamedTuple):
     joints: np.ndarray     # (n_j,)
 
 
-def range_cuts(n_b: int, n_parts: int, prefix_cost: float = PREFIX_COST) -> np.ndarray:
-    """Cut points ``0 = m_0 <= m_1 <= ... <= m_n = n_b`` that balance the parts when part ``i``
-    costs its length plus ``prefix_cost`` per body before it (its forward kinematics' prefix):
-    equal times ``T`` give ``m_(i+1) = (1 - prefix_cost) m_i + T``, so the first part (no
-    prefix) is the longest (2 workers: 0.53 n_b). The last part is never empty (it owns the
-    chain's tip)."""
-    r = 1.0 - prefix_cost
-    t = n_b / sum(r ** i for i in range(n_parts))
-    cuts, m = [0], 0.0
-    for _ in range(n_parts - 1):
-        m = r * m + t
-        cuts.append(min(n_b - 1, max(cuts[-1], int(round(m)))))  # the last part never empty
-    return np.array(cuts + [n_b], np.int64)
-
-
 def make_plan(data: HDCAData, n_workers: int) -> TeamPlan:
-    """Cut the chain into ``n_workers`` ranges of balanced cost (:func:`range_cuts`); each
-    worker assembles the nodes of the tree inside its range (whole subtrees), the leader the
-    ``O(log n_b)`` nodes that straddle a cut. Tiny chains leave some workers nothing but the
-    barriers."""
+    """Split the assembly tree of ``data`` into ``n_workers`` subtrees (fewer for tiny chains:
+    the remaining workers only meet at the barriers)."""
     n_workers = int(n_workers)
     if n_workers < 1:
         raise ValueError(f"n_workers must be >= 1, got {n_workers}")
     left, first, last = data.left, data.first, data.last
     n_b, n_j = data.n_b, data.n_j
-    cuts = range_cuts(n_b, n_workers)
-    worker = [n_workers - 1 - i for i in range(n_workers)]  # range i (from the base) -> worker
-    internal = [int(c) for c in np.argsort(data.height, kind="stable") if left[c] >= 0]
+    parts = [len(left) - 1]  # the root
+    while len(parts) < n_workers:  # split the largest splittable subtree
+        inner = [i for i, c in enumerate(parts) if left[c] >= 0]
+        if not inner:
+            break
+        i = max(inner, key=lambda i: last[parts[i]] - first[parts[i]])
+        c = parts[i]
+        parts[i:i + 1] = [int(left[c]), int(data.right[c])]
+    # parts are in chain order; worker 0 (the caller's thread) gets the last range
+    owner = {c: len(parts) - 1 - i for i, c in enumerate(parts)}
+    internal = [c for c in np.argsort(data.height, kind="stable") if left[c] >= 0]
     lo = np.zeros(n_workers, np.int64)
     hi = np.zeros(n_workers, np.int64)
     node_lists = [[] for _ in range(n_workers)]
     joint_lists = [[] for _ in range(n_workers)]
-    owned = set()
-    for i, w in enumerate(worker):
-        lo[w], hi[w] = cuts[i], cuts[i + 1]
-        node_lists[w] = [c for c in internal if lo[w] <= first[c] and last[c] < hi[w]]
-        owned.update(node_lists[w])
+    for c, w in owner.items():
+        lo[w], hi[w] = first[c], last[c] + 1
+        node_lists[w] = [int(x) for x in internal if first[c] <= first[x] and last[x] <= last[c]]
         joint_lists[w] = list(range(lo[w], hi[w])) + ([n_b] if hi[w] == n_b < n_j else [])
-    top = [c for c in internal if c not in owned]  # by height: children before parents
+    owned = {x for lst in node_lists for x in lst}
+    top = [int(c) for c in internal if c not in owned]
     ptr = lambda lists: np.cumsum([0] + [len(x) for x in lists]).astype(np.int64)  # noqa: E731
     flat = lambda lists: np.array([x for lst in lists for x in lst], np.int64)  # noqa: E731
-    return TeamPlan(n_workers, worker[0], lo, hi, ptr(node_lists), flat(node_lists),
+    return TeamPlan(n_workers, owner[parts[0]], lo, hi, ptr(node_lists), flat(node_lists),
                     np.array(top, np.int64), ptr(joint_lists), flat(joint_lists))
 
 
