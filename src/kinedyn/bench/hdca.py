@@ -188,7 +188,7 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
         "timed": "one state-derivative evaluation (q, p) -> (qd, pd), compiled loop, median "
                  f"of {repeat} samples",
         "parallel": f"team of {THREADS} threads (caller + pool), one subtree of the assembly "
-                    "tree each, 3 barriers per evaluation; serial and threaded samples "
+                    "tree each, 5 barriers per evaluation; serial and threaded samples "
                     "alternate; wall time and thread CPU time (serial thread; busiest team "
                     "thread) per evaluation",
         "dense": f"CRBA + RNEA + LAPACK solve, N <= {DENSE_MAX}",
