@@ -21,7 +21,7 @@ from scipy.sparse.csgraph import structural_rank
 from ..errors import (AssemblyError, ConvergenceError, ModelError, SingularConfigurationError,
                       UnknownNameError)
 from ..linalg.dense import dense_lu
-from ..linalg.sparse import analyse as sparse_analyse
+from ..linalg.sparse import ORDERINGS, analyse as sparse_analyse
 from ..linalg.subsystem import extract
 from ..model.compiled import CompiledModel
 from . import kernels as K
@@ -217,7 +217,7 @@ class Kinematics:
             values = np.zeros(self.nnz)
             _eval_phi_q(self.data, self.work, q, float(t), self.all_rows, values)
             try:
-                self.solver, self.swork = sparse_analyse(block, values)
+                self.solver, self.swork = sparse_analyse(block, values, orderings=ORDERINGS)
             except RuntimeError:  # SuperLU: "Factor is exactly singular"
                 self._raise(K.SINGULAR, q, t, float(np.abs(self.phi(q, t)).max()))
 
