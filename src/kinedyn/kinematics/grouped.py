@@ -22,7 +22,8 @@ import numpy as np
 from .._unmanaged import unmanaged
 from ..errors import SingularConfigurationError, SolverError
 from ..linalg.dense import dense_lu
-from ..linalg.sparse import ORDERINGS, analyse as sparse_analyse
+from ..linalg.sparse import analyse as sparse_analyse
+from ..linalg.sparse import cheapest_ordering
 from ..linalg.sparse import block_diagonal
 from ..linalg.subsystem import extract
 from . import kernels as K
@@ -60,6 +61,7 @@ class GroupEngine:
             self.level_pws = tuple(K.PlanWork(np.zeros(len(p.rows)), np.zeros(len(p.rows)),
                                               self.values) for p in self.level_plans)
             self.level_order = np.arange(len(self.level_groups), dtype=np.int64)
+        self.orderings = [None] * len(gs.groups)  # sparse: each group's column order
         self.runner = None
         if outer > 1:
             from .threads import ThreadedRunner
@@ -87,8 +89,10 @@ class GroupEngine:
             if self.solver_name == "dense":
                 s, w = dense_lu(block)
             else:
-                try:
-                    s, w = sparse_analyse(block, values, orderings=ORDERINGS)
+                try:  # each group's cheapest column order, chosen once (kept when re-analysed)
+                    if self.orderings[g] is None:
+                        self.orderings[g] = cheapest_ordering(block, values)
+                    s, w = sparse_analyse(block, values, orderings=(self.orderings[g],))
                 except RuntimeError:  # SuperLU: "Factor is exactly singular"
                     self.fail(K.SINGULAR, q, t, g)
             solvers.append(s)

@@ -78,6 +78,19 @@ def analyse(block: Block, sample_values: np.ndarray, pivot_tol: float = 1e-10,
     coordinates) needs 510 updates with COLAMD and 498 in its natural order, each of its
     six 15 x 15 leg blocks 97 with COLAMD and 78 with MMD on AᵀA.
     """
+    return _cheapest(block, sample_values, pivot_tol, diag_pivot_thresh, growth_limit,
+                     orderings)[1]
+
+
+def cheapest_ordering(block: Block, sample_values: np.ndarray, orderings=ORDERINGS) -> str:
+    """The name of the cheapest column order for ``block`` at ``sample_values`` (see
+    :func:`analyse`). A caller that re-analyses during a run (a degraded pivot) keeps this
+    order: whether a singular configuration shows as a vanishing static pivot depends on the
+    order, so it must not change with the values at the point of failure."""
+    return _cheapest(block, sample_values, 1e-10, 0.1, 1e3, orderings)[0]
+
+
+def _cheapest(block, sample_values, pivot_tol, diag_pivot_thresh, growth_limit, orderings):
     best = None
     for spec in orderings:
         try:
@@ -87,8 +100,8 @@ def analyse(block: Block, sample_values: np.ndarray, pivot_tol: float = 1e-10,
             if best is None and spec == orderings[-1]:
                 raise
             continue
-        if best is None or cost(cand[0]) < cost(best[0]):
-            best = cand
+        if best is None or cost(cand[0]) < cost(best[1][0]):
+            best = (spec, cand)
     return best
 
 
