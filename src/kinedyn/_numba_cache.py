@@ -14,6 +14,7 @@ is already a content hash (not a modification time), so checkouts made at differ
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -56,15 +57,21 @@ def _install_locator() -> None:
         classes.insert(0, PackageCacheLocator)
 
 
-def configure() -> None:
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return
+@functools.lru_cache(maxsize=None)
+def source_digest() -> str:
+    """Hash of every source file of the package (names and contents), 16 hex digits."""
     digest = hashlib.sha1()
     for path in sorted(ROOT.rglob("*.py")):
         digest.update(path.relative_to(ROOT).as_posix().encode())
         digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def configure() -> None:
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kinedyn" / "numba"
-    cache = base / digest.hexdigest()[:16]
+    cache = base / source_digest()
     try:
         cache.mkdir(parents=True, exist_ok=True)
         cache.touch()

@@ -7,7 +7,12 @@ four-bar. :func:`unmanaged` rebuilds such a NamedTuple (same class, same Numba t
 whose memory-info pointer is null: the data and shapes are the same, reference counting becomes
 a null check. Whole-run kernels call it once on entry; the managed originals, alive in the
 caller's frame for the whole call, keep the memory valid. The views must never escape the call
-that made them (they are never returned or stored).
+that made them (they are never returned or stored). **Only arguments qualify as owners**: a
+managed array allocated *inside* the compiled function is released by Numba right after its last
+use -- the ``unmanaged`` call itself -- so its views dangle and the next allocation (a
+``np.zeros`` or ``np.linalg.solve`` further down) gets the same memory. (The embedded
+Stephenson-III's Newton block overwrote its own LU workspace that way and the run stopped after
+three steps; ``tests/test_unmanaged.py`` checks every call site.)
 
 The other half of the recipe: functions on the hot path that receive such NamedTuples are
 inlined at the Numba IR level (``inline="always"``), because a real call copies the whole

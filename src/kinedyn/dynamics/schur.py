@@ -43,6 +43,7 @@ from scipy.sparse.csgraph import connected_components
 from ..formulations import protocol
 from ..kinematics import kernels as K
 from ..linalg import cholesky as C
+from ..linalg.small import cholesky_solve
 from .methods import _rate_of_phi
 
 QUASI_NEWTON = 2  # projection iterations with the last evaluation's factor before refactorising
@@ -259,22 +260,6 @@ def _dense_factor_body(rows, jac_indptr, jac_indices, minv, pivot_tol, jac, jd, 
     return st
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
-def _dense_solve(ld, b):
-    """b <- S^-1 b with S = L L^T, L the lower triangle of ld."""
-    m = b.shape[0]
-    for j in range(m):
-        v = b[j]
-        for k in range(j):
-            v -= ld[j, k] * b[k]
-        b[j] = v / ld[j, j]
-    for j in range(m - 1, -1, -1):
-        v = b[j]
-        for k in range(j + 1, m):
-            v -= ld[k, j] * b[k]
-        b[j] = v / ld[j, j]
-
-
 @nb.njit(cache=True, nogil=True)
 def _dense_factor(rows, jac_indptr, jac_indices, minv, pivot_tol, jac, jd, ud, ld):
     return _dense_factor_body(rows, jac_indptr, jac_indices, minv, pivot_tol, jac, jd, ud, ld)
@@ -299,7 +284,7 @@ def _dense_derivative(rows, jac_indptr, jac_indices, minv, pivot_tol, jac, jd, u
             for c in range(n):
                 v += jd[i, c] * a[c]
             lam[i] = v
-        _dense_solve(ld, lam)
+        cholesky_solve(ld, lam.shape[0], lam)
         for c in range(n):
             v = a[c]
             for i in range(m):
@@ -312,7 +297,7 @@ def _dense_derivative(rows, jac_indptr, jac_indices, minv, pivot_tol, jac, jd, u
 @nb.njit(cache=True, nogil=True)
 def _dense_correct(ud, ld, r, y, offset):
     """y[offset + c] -= (U S^-1 r)[c] (r is overwritten), the dense :func:`_correct`."""
-    _dense_solve(ld, r)
+    cholesky_solve(ld, r.shape[0], r)
     for c in range(ud.shape[1]):
         v = 0.0
         for i in range(r.shape[0]):

@@ -34,7 +34,7 @@ import numba as nb
 import numpy as np
 
 from ..errors import SolverError, UnknownNameError
-from .small import lu_factor, lu_solve
+from .small import cholesky_factor, cholesky_solve, lu_factor, lu_solve
 
 SOLVERS = ("augmented", "reduced", "dbbd", "block", "splu")
 AUGMENTED, REDUCED, DBBD, BLOCK = 0, 1, 2, 3
@@ -175,40 +175,6 @@ def _scatter(indptr, indices, values, A):
             A[i, indices[p]] = values[p]
 
 
-@nb.njit(**_JIT)
-def cholesky_dense(A, n):
-    """In-place Cholesky of A[:n, :n] (lower triangle); returns -1 or the failing row."""
-    for j in range(n):
-        s = A[j, j]
-        for k in range(j):
-            s -= A[j, k] * A[j, k]
-        if s <= 0.0:
-            return j
-        d = math.sqrt(s)
-        A[j, j] = d
-        for i in range(j + 1, n):
-            s = A[i, j]
-            for k in range(j):
-                s -= A[i, k] * A[j, k]
-            A[i, j] = s / d
-    return -1
-
-
-@nb.njit(**_JIT)
-def cholesky_solve_dense(L, n, b):
-    for i in range(n):
-        s = b[i]
-        for k in range(i):
-            s -= L[i, k] * b[k]
-        b[i] = s / L[i, i]
-    for i in range(n - 1, -1, -1):
-        s = b[i]
-        for k in range(i + 1, n):
-            s -= L[k, i] * b[k]
-        b[i] = s / L[i, i]
-
-
-# ---- Fig. 7: DBBD sparse Cholesky --------------------------------------------------------
 @nb.njit(**_JIT)
 def dbbd_factorize(perm, qb_ptr, qb_idx, A):
     """Fig. 7(a) on the permuted matrix, A[i, j] = a[perm[i], perm[j]] (lower triangle).
@@ -357,7 +323,7 @@ def _factor_a(solver, work, a_values):
         return block_factorize(solver.blk_ptr, solver.blk_idx, solver.anc_ptr, solver.anc_idx,
                                work.A)
     _gather(solver.mass_pos, a_values, work.A, True)
-    return cholesky_dense(work.A, solver.n)
+    return cholesky_factor(work.A, solver.n)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -369,7 +335,7 @@ def _solve_a(solver, work, b):
     elif solver.kind == BLOCK:
         block_solve(solver.blk_ptr, solver.blk_idx, solver.anc_ptr, solver.anc_idx, work.A, b)
     else:
-        cholesky_solve_dense(work.A, solver.n, b)
+        cholesky_solve(work.A, solver.n, b)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -426,9 +392,9 @@ def solve_accelerations(solver, work, a_values, B_values, Q, gamma, qdd, lam):
             for i in range(n):
                 v += Bd[r, i] * X[c, i]
             S[r, c] = v
-    if cholesky_dense(S, m) >= 0:
+    if cholesky_factor(S, m) >= 0:
         return SINGULAR
-    cholesky_solve_dense(S, m, work.lam)
+    cholesky_solve(S, m, work.lam)
     for i in range(n):                                # eq. (5): qdd = y + X^T lam'
         v = y[i]
         for r in range(m):

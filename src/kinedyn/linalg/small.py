@@ -1,12 +1,19 @@
-"""Small dense LU with partial pivoting, in place and allocation-free, for compiled kernels.
+"""Small dense LU with partial pivoting and Cholesky, in place and allocation-free, for compiled
+kernels.
 
 For the few-unknown systems that are solved many times per step (a 6 x 6 platform Jacobian,
 the dense augmented matrix of a small relative-coordinate model), where a LAPACK call through
 a wrapper costs more than the arithmetic. The factors overwrite ``A`` (unit lower L below the
 diagonal, U on and above it) and ``piv[k]`` records the row swapped with row k (LAPACK's
 convention), so :func:`lu_solve` can be called for any number of right-hand sides.
+:func:`cholesky_factor` / :func:`cholesky_solve` do the same for symmetric positive definite
+matrices (the Schur complement of a small natural-coordinate model, the reduced-multiplier and
+mass matrices of a small relative-coordinate model).
 """
+
 from __future__ import annotations
+
+import math
 
 import numba as nb
 
@@ -55,3 +62,40 @@ def lu_solve(A, n, piv, b):
         for k in range(i + 1, n):
             s -= A[i, k] * b[k]
         b[i] = s / A[i, i]
+
+
+@nb.njit(cache=True, nogil=True)
+def cholesky_factor(A, n):
+    """Cholesky factor L (A = L L^T) of the leading n x n block of the symmetric ``A`` in its
+    lower triangle, in place (the upper triangle is not read); -1, or the first row whose pivot
+    is not positive (``A`` not positive definite)."""
+    for j in range(n):
+        d = A[j, j]
+        for k in range(j):
+            d -= A[j, k] * A[j, k]
+        if not d > 0.0:
+            return j
+        d = math.sqrt(d)
+        A[j, j] = d
+        for i in range(j + 1, n):
+            v = A[i, j]
+            for k in range(j):
+                v -= A[i, k] * A[j, k]
+            A[i, j] = v / d
+    return -1
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def cholesky_solve(L, n, b):
+    """Overwrite ``b[:n]`` with the solution of L L^T x = b, L the lower triangle of ``L``
+    (:func:`cholesky_factor`); inlined into its callers, where it runs a few times per step."""
+    for i in range(n):
+        v = b[i]
+        for k in range(i):
+            v -= L[i, k] * b[k]
+        b[i] = v / L[i, i]
+    for i in range(n - 1, -1, -1):
+        v = b[i]
+        for k in range(i + 1, n):
+            v -= L[k, i] * b[k]
+        b[i] = v / L[i, i]

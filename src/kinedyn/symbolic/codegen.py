@@ -299,7 +299,7 @@ def _compile_c(name: str, kernels: list[Kernel]):
     folder.mkdir(parents=True, exist_ok=True)
     lib = folder / f"{name}_{digest}.so".replace("-", "_")
     if not lib.exists():
-        src = lib.with_suffix(".c")
+        src = lib.with_suffix(f".{os.getpid()}.c")   # per process: builds may run side by side
         src.write_text(text)
         tmp = lib.with_suffix(f".{os.getpid()}.so")
         cmd = [cc, "-O2", "-shared", "-fPIC", "-o", str(tmp), str(src), "-lm"]
@@ -307,6 +307,7 @@ def _compile_c(name: str, kernels: list[Kernel]):
         if done.returncode != 0:
             raise KinedynError(f"C backend: {' '.join(cmd)} failed:\n{done.stderr[-2000:]}")
         tmp.replace(lib)
+        src.replace(lib.with_suffix(".c"))            # the source kept beside its library
     import llvmlite.binding as llvm
     llvm.load_library_permanently(str(lib))
     return "\n\n".join(k.c_wrapper(f"{prefix}_{k.name}") for k in kernels)

@@ -215,9 +215,11 @@ class EmbeddedDynamics:
         q, qd = self.q_initial.copy(), self.qd_initial.copy()
         wall, cpu = _time.perf_counter(), _time.thread_time()
         try:
-            k = self.generated.module.run_embedded(INTEGRATORS[self.integrator], self.mode, times,
-                                                   q, qd, Q, QD, QDD, res, energy, it, self.tol,
-                                                   self.max_iter)
+            mod = self.generated.module     # the workspaces' owners live here for the run
+            ws, W = mod.workspace(), mod.dep_workspace()
+            scratch = np.zeros((9, max(2 * len(self.system.independent), n)))
+            k = mod.run_embedded(INTEGRATORS[self.integrator], self.mode, times, q, qd, Q, QD,
+                                 QDD, res, energy, it, self.tol, self.max_iter, ws, W, scratch)
         except np.linalg.LinAlgError:        # a Newton block met NaN (a closed form lost its root)
             k = int(np.flatnonzero(np.abs(Q).sum(axis=1) > 0).max(initial=0)) + 1
         wall, cpu = _time.perf_counter() - wall, _time.thread_time() - cpu
@@ -403,17 +405,21 @@ def advance(integ, mode, y, q, qd, t, h, tol, max_iter, k1, k2, k3, k4, yy, a1, 
 
 
 @njit(cache=True)
-def run_embedded(integ, mode, times, q_, qd_, Q, QD, QDD, RES, ENERGY, ITER, tol, max_iter):
+def run_embedded(integ, mode, times, q_, qd_, Q, QD, QDD, RES, ENERGY, ITER, tol, max_iter,
+                 ws_, W_, scratch_):
     """Whole run from (q, qd) over ``times``, every step recorded; -1 or the failed step.
     Arrays handed down the hot path are unmanaged views (no reference counting per call,
-    see kinedyn._unmanaged); their owners live in this frame."""
+    see kinedyn._unmanaged). Their owners -- workspace(), dep_workspace() and scratch
+    (9, max(2 f, n)) -- are arguments, so the caller keeps them alive for the whole run: an
+    owner allocated here would be released by Numba after its last use (the unmanaged() call)
+    and its memory handed to the next allocation, e.g. a Newton block's."""
     nf = IND.shape[0]
-    S_, ws_, W_ = np.zeros((8, 2 * nf)), workspace(), dep_workspace()
-    qdd_, r = np.zeros(NQ_), np.zeros(NC_)
-    S, ws, W = unmanaged(S_), unmanaged(ws_), unmanaged(W_)
-    q, qd, qdd = unmanaged(q_), unmanaged(qd_), unmanaged(qdd_)
-    k1, k2, k3, k4, yy, y = S[0], S[1], S[2], S[3], S[4], S[5]
-    a1, a2 = S[6, :nf], S[7, :nf]
+    r = np.zeros(NC_)
+    ws, W, S = unmanaged(ws_), unmanaged(W_), unmanaged(scratch_)
+    q, qd = unmanaged(q_), unmanaged(qd_)
+    k1, k2, k3, k4, yy, y = S[0, :2 * nf], S[1, :2 * nf], S[2, :2 * nf], S[3, :2 * nf], \
+        S[4, :2 * nf], S[5, :2 * nf]
+    a1, a2, qdd = S[6, :nf], S[7, :nf], S[8, :NQ_]
     for a in range(nf):
         y[a] = q[IND[a]]
         y[nf + a] = qd[IND[a]]

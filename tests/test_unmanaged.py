@@ -1,0 +1,83 @@
+"""``kinedyn._unmanaged``: views without reference counting are only valid while their owner
+lives, and inside a compiled function only an *argument* is guaranteed to (Numba releases a
+local array right after its last use). Checked two ways: the views of an argument survive
+allocations made after them, and no call site in the package (including the code templates
+that the symbolic code generator writes out) makes a view of a local array."""
+import ast
+import pathlib
+
+import numpy as np
+from numba import njit
+
+import kinedyn
+from kinedyn._unmanaged import unmanaged
+
+SRC = pathlib.Path(kinedyn.__file__).parent
+
+
+@njit
+def _fill_then_allocate(a_, n_alloc):
+    a = unmanaged(a_)
+    for i in range(a.shape[0]):
+        a[i] = 1.0
+    s = 0.0
+    for _ in range(n_alloc):                 # allocations after the view was made
+        b = np.full(a.shape[0], 7.0)
+        s += b[0]
+    return a.sum(), s
+
+
+def test_views_of_arguments_survive_later_allocations():
+    a = np.zeros(1000)
+    total, s = _fill_then_allocate(a, 5)
+    assert total == 1000.0 and s == 35.0
+    assert np.all(a == 1.0)
+
+
+def _functions(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            yield node
+
+
+def _bad_calls(tree):
+    """(function, line, argument) of ``unmanaged(x)`` where x is not built from a parameter."""
+    bad = []
+    for fn in _functions(tree):
+        params = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+        body = fn.body if isinstance(fn.body, list) else [fn.body]
+        for stmt in body:
+            for node in ast.walk(stmt):
+                if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "unmanaged"):
+                    continue
+                arg = node.args[0]
+                while isinstance(arg, (ast.Subscript, ast.Attribute)):   # y[:n], data.x
+                    arg = arg.value
+                if not (isinstance(arg, ast.Name) and arg.id in params):
+                    bad.append((getattr(fn, "name", "<lambda>"), node.lineno, ast.unparse(node)))
+    return bad
+
+
+def _sources():
+    """Every package module, plus the string constants that are compiled code templates."""
+    for path in sorted(SRC.rglob("*.py")):
+        if path.name == "_unmanaged.py":
+            continue
+        text = path.read_text()
+        tree = ast.parse(text)
+        yield str(path.relative_to(SRC)), tree
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and "@njit" in node.value and "unmanaged(" in node.value:
+                yield f"{path.relative_to(SRC)}:{node.lineno} (template)", ast.parse(node.value)
+
+
+def test_unmanaged_views_are_made_only_of_arguments():
+    found, bad = 0, []
+    for where, tree in _sources():
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+                 and getattr(n.func, "id", None) == "unmanaged"]
+        found += len(calls)
+        bad += [(where, *b) for b in _bad_calls(tree)]
+    assert found > 10                     # the check sees the call sites (templates included)
+    assert not bad, bad
