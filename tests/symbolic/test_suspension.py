@@ -102,17 +102,22 @@ def test_double_wishbone_plan_and_trajectory():
         assert np.abs(q_tri - q_nr).max() <= 1e-10
 
 
+@pytest.fixture(scope="module")
+def five_link_embedded():
+    from kinedyn.symbolic.embedded import EmbeddedDynamics
+    model = kinedyn.models.get("five-link").compile()
+    return model, EmbeddedDynamics(model, absolute=["carrier"], independent=["carrier.z"],
+                                   integrator="rk4", tol=1e-13)
+
+
 @pytest.mark.slow
-def test_five_link_embedded_dynamics():
+def test_five_link_embedded_dynamics(five_link_embedded):
     """Static load: at rest under gravity and the default preload the carrier does not
     accelerate; the thesis's force (5.8) then moves it, and the embedded ODE in z follows
     the natural-coordinate projection method, with Phi satisfied to 1e-12 (Newton on the
     pose at 1e-13, triangular links) and the per-link Newton baseline equal."""
     from kinedyn.dynamics import Dynamics
-    from kinedyn.symbolic.embedded import EmbeddedDynamics
-    model = kinedyn.models.get("five-link").compile()
-    emb = EmbeddedDynamics(model, absolute=["carrier"], independent=["carrier.z"],
-                           integrator="rk4", tol=1e-13)
+    model, emb = five_link_embedded
     res = emb.simulate(0.5, 1e-3)
     assert abs(res.channel("coordinate.carrier.z_dd")[0]) < 1e-3      # static load
     assert res.channel("residual.position").max() <= 1e-12
@@ -125,4 +130,68 @@ def test_five_link_embedded_dynamics():
     # equations are consistent only to the pose's tolerance)
     emb.position_solver, emb.mode, emb.tol = "blocks", 1, 1e-12
     res_b = emb.simulate(0.5, 1e-3)
+    emb.position_solver, emb.mode, emb.tol = "triangular", 0, 1e-13
     assert np.abs(res_b.channel("body.carrier.z") - z).max() <= 1e-9
+
+
+def _check_rod_reduction(system, mod, states, times):
+    """The generated factor_d / solve_d (rod reduction) against a dense solve of the whole
+    Phi_d, for several right-hand sides, at the given states."""
+    dep = list(system.dependent)
+    rng = np.random.default_rng(7)
+    worst = 0.0
+    for q, t in zip(states, times):
+        J = np.zeros((system.n_c, system.n_q))
+        mod.phi_q(q, t, J)
+        W = mod.dep_workspace()
+        assert mod.factor_d(J, W)
+        R = rng.normal(size=(system.n_c, 3))
+        X = np.zeros((system.n_q, 3))
+        mod.solve_d(J, W, R, X)
+        ref = np.linalg.solve(J[:, dep], R)
+        worst = max(worst, float(np.abs(X[dep] - ref).max() / np.abs(ref).max()))
+        assert np.abs(J[:, dep] @ X[dep] - R).max() <= 1e-12 * np.abs(R).max() * np.abs(J).max()
+    return worst
+
+
+@pytest.mark.slow
+def test_five_link_velocity_level_through_the_rod_reduction(five_link_embedded):
+    """Phi_d (15 x 15) is solved as the 5 x 5 carrier-pose block of the differentiated
+    distance constraints (rod k's row: its left null vector times its three equations) and a
+    3 x 2 block per link; equal to the full 15 x 15 solve to 1e-12 along the motion."""
+    from kinedyn.symbolic.kernels import rod_reduction
+    _, emb = five_link_embedded
+    sys_ = emb.system
+    Jq = sp.Matrix([e for e in sys_.phi]).jacobian(sys_.q)
+    core_rows, core_cols, rod_rows, rod_cols = rod_reduction(sys_, emb.plan, Jq)
+    assert core_rows == [] and len(core_cols) == 5 and len(rod_rows) == 5
+    res = emb.simulate(0.5, 1e-3)
+    names = [c.name for c in sys_.coordinates]
+    Q = np.column_stack([res.channel(f"coordinate.{n}") for n in names])
+    k = np.arange(0, 501, 50)
+    assert _check_rod_reduction(sys_, emb.generated.module, Q[k], res.time[k]) <= 1e-12
+
+
+@pytest.mark.slow
+def test_double_wishbone_velocity_level_through_the_rod_reduction():
+    """The double-wishbone's Phi_d (6 x 6): the lower ball joint's three equations and the
+    tie rod's reduced row give the 4 x 4 core block, then the tie rod's 3 x 2 block; equal to
+    the full solve to 1e-12 along the driven motion, and the kinematic run's velocities and
+    accelerations equal central differences of its positions (to their O(h^2) error)."""
+    from kinedyn.symbolic.analysis import TriangularKinematics
+    from kinedyn.symbolic.kernels import rod_reduction
+    kin = TriangularKinematics(kinedyn.models.get("double-wishbone-driven").compile(),
+                               time_limit=10)
+    sys_ = kin.system
+    Jq = sp.Matrix([e for e in sys_.phi]).jacobian(sys_.q)
+    core_rows, core_cols, rod_rows, rod_cols = rod_reduction(sys_, kin.plan, Jq)
+    assert len(core_rows) == 3 and len(core_cols) == 4 and len(rod_rows) == 1
+    res = kin.simulate(1.0, 1e-3)
+    names = [c.name for c in sys_.coordinates]
+    Q = np.column_stack([res.channel(f"coordinate.{n}") for n in names])
+    k = np.arange(0, 1001, 100)
+    assert _check_rod_reduction(sys_, kin.generated.module, Q[k], res.time[k]) <= 1e-12
+    for n in names:
+        x, v, a = (res.channel(f"coordinate.{n}{s}") for s in ("", "_d", "_dd"))
+        assert np.abs((x[2:] - x[:-2]) / 2e-3 - v[1:-1]).max() <= 1e-4 * max(1.0, np.abs(v).max())
+        assert np.abs((v[2:] - v[:-2]) / 2e-3 - a[1:-1]).max() <= 1e-3 * max(1.0, np.abs(a).max())

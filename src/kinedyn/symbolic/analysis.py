@@ -97,7 +97,10 @@ class TriangularKinematics:
                                    f"failed", time=float(times[k]),
                                    constraints=list(sys_.constraint_names[:3]))
         worst = float(res.max())
-        if mode == 0 and worst > 1e-8:
+        # closed forms are exact; a plan's Newton blocks stop at tol (and the closed forms after
+        # them inherit that error), so only a residual far above it means a lost real root
+        limit = 1e-8 if self.plan.fully_triangular else max(1e-8, 100 * self.tol)
+        if mode == 0 and worst > limit:
             i = int(res.argmax())
             raise AssemblyError(f"{sys_.name}: the triangular solution leaves a residual of "
                                 f"{worst:.3g} (no real assembly for these inputs)",

@@ -223,7 +223,8 @@ class EmbeddedDynamics:
         except np.linalg.LinAlgError:        # a Newton block met NaN (a closed form lost its root)
             k = int(np.flatnonzero(np.abs(Q).sum(axis=1) > 0).max(initial=0)) + 1
         wall, cpu = _time.perf_counter() - wall, _time.thread_time() - cpu
-        if k < 0 and self.mode == 0 and res.max() > 1e-8:   # a closed form without a real root
+        limit = 1e-8 if self.plan.fully_triangular else max(1e-8, 100 * self.tol)
+        if k < 0 and self.mode == 0 and res.max() > limit:  # a closed form without a real root
             k = int(np.argmax(res > 1e-8))
         if k >= 0:
             raise self._failure(Q[max(k - 1, 0)], float(times[max(k - 1, 0)]), float(times[k]))

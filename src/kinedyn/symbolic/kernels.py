@@ -123,7 +123,8 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
     extra.append(_position_source("position_triangular", calls_tri, plan))
     extra.append(_position_source("position_blocks", calls_blk, plan, newton=True))
     extra.append(_newton_source("position_newton", "phi", "phi_q", list(dep), full=True))
-    extra.append(_RUN)
+    rod = rod_reduction(system, plan, Jq)
+    extra.append(_RUN + (_ROD_LU if rod else _BLOCK_LU))
     extra.append(extra_source)
     kernels += list(extra_kernels)
     lu = plan.lu                  # Phi_d's diagonal blocks (velocity / acceleration level)
@@ -143,6 +144,14 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
                         f"CPTR = np.array({cptr}, dtype=np.int64)",
                         f"CPL = np.array({coupling}, dtype=np.int64)",
                         f"NQ_ = {system.n_q}", f"NC_ = {system.n_c}"])
+    if rod:                      # Phi_d through the rod reduction (_ROD_LU)
+        core_rows, core_cols, rod_rows, rod_cols = rod
+        header += "\n" + "\n".join([
+            f"RCORE_ROW = np.array({core_rows}, dtype=np.int64)",
+            f"RCORE_COL = np.array({core_cols}, dtype=np.int64)",
+            f"ROD_ROW = np.array({rod_rows}, dtype=np.int64).reshape(({len(rod_rows)}, 3))",
+            f"ROD_COL = np.array({rod_cols}, dtype=np.int64).reshape(({len(rod_cols)}, 2))",
+            f"MCORE_ = {len(core_rows)}", f"NRC_ = {len(core_cols)}", f"NROD_ = {len(rod_rows)}"])
     module, ops = build_module(name or system.name, kernels, "\n".join(extra), header, backend)
     tri_ops = ops["tri_all"] if fused else _sum_ops(
         [ops[f"tri_{k}"] for k, b in enumerate(plan.blocks) if b.kind == "triangular"])
@@ -220,6 +229,67 @@ def position(mode, q, t, tol, max_iter):
 
 
 @njit(cache=True)
+def velocity(q, qd, t, J, pt, W):
+    """qd_d = -Phi_d^-1 (Phi_i qd_i + Phi_t) (thesis eq. 2.26); leaves Phi_q in J and its
+    block LU in W. False if Phi_d is singular."""
+    J[:, :] = 0.0
+    phi_q(q, t, J)
+    phi_t(q, t, pt)
+    for r in range(NC_):
+        v = -pt[r]
+        for a in range(IND.shape[0]):
+            v -= J[r, IND[a]] * qd[IND[a]]
+        pt[r] = v
+    if not factor_d(J, W):
+        return False
+    solve_d(J, W, pt.reshape((NC_, 1)), qd.reshape((NQ_, 1)))
+    return True
+
+
+@njit(cache=True)
+def acceleration(q, qd, qdd, t, J, g, W):
+    """Phi_d qdd_d = gamma - Phi_i qdd_i (J, W from velocity at q)."""
+    gamma(q, qd, t, g)
+    for r in range(NC_):
+        for a in range(IND.shape[0]):
+            g[r] -= J[r, IND[a]] * qdd[IND[a]]
+    solve_d(J, W, g.reshape((NC_, 1)), qdd.reshape((NQ_, 1)))
+
+
+@njit(cache=True)
+def run(mode, times, q, Q, QD, QDD, RES, ITER, tol, max_iter, extrapolate):
+    """Kinematic simulation; returns -1 or the index of the failed step."""
+    J = np.zeros((NC_, NQ_))
+    pt = np.zeros(NC_)
+    g = np.zeros(NC_)
+    r = np.zeros(NC_)
+    qd = np.zeros(NQ_)
+    qdd = np.zeros(NQ_)
+    W = dep_workspace()
+    for k in range(times.shape[0]):
+        t = times[k]
+        if extrapolate and k > 0:
+            h = t - times[k - 1]
+            for a in range(DEP.shape[0]):
+                q[DEP[a]] += h * qd[DEP[a]] + 0.5 * h * h * qdd[DEP[a]]
+        inputs(t, q, qd, qdd)
+        it = position(mode, q, t, tol, max_iter)
+        if it < 0:
+            return k
+        if not velocity(q, qd, t, J, pt, W):
+            return k
+        acceleration(q, qd, qdd, t, J, g, W)
+        phi(q, t, r)
+        RES[k] = np.abs(r).max()
+        ITER[k] = it
+        Q[k] = q
+        QD[k] = qd
+        QDD[k] = qdd
+    return -1
+'''
+
+_BLOCK_LU = '''
+@njit(cache=True)
 def dep_workspace():
     """(LU of Phi_d's diagonal blocks, pivots, scratch) for factor_d / solve_d."""
     return np.zeros((NC_, NC_)), np.zeros(NC_, dtype=np.int64), np.zeros(NC_)
@@ -288,64 +358,136 @@ def solve_d(J, W, R, X):
                 tmp[a] /= LU[a, a]
             for a in range(s0, s1):
                 X[BCOL[a], m] = tmp[a]
+'''
+
+_ROD_LU = '''
+@njit(cache=True)
+def dep_workspace():
+    """Phi_d through the rod reduction (see factor_d): rows [:NRC_] the LU of the reduced core
+    matrix; row NRC_ + k: rod k's unit left null vector (0:3) and (D_k^T D_k)^-1 (3:6), upper
+    triangle; pivots; scratch."""
+    return (np.zeros((NRC_ + NROD_, max(NRC_, 6))), np.zeros(max(NRC_, 1), dtype=np.int64),
+            np.zeros(NC_))
 
 
 @njit(cache=True)
-def velocity(q, qd, t, J, pt, W):
-    """qd_d = -Phi_d^-1 (Phi_i qd_i + Phi_t) (thesis eq. 2.26); leaves Phi_q in J and its
-    block LU in W. False if Phi_d is singular."""
-    J[:, :] = 0.0
-    phi_q(q, t, J)
-    phi_t(q, t, pt)
-    for r in range(NC_):
-        v = -pt[r]
-        for a in range(IND.shape[0]):
-            v -= J[r, IND[a]] * qd[IND[a]]
-        pt[r] = v
-    if not factor_d(J, W):
-        return False
-    solve_d(J, W, pt.reshape((NC_, 1)), qd.reshape((NQ_, 1)))
+def factor_d(J, W):
+    """Phi_d = [[C_c, 0], [P_k, D_k]] by the rod reduction (thesis section 5.1): rod k's three
+    joint equations have the 3 x 2 block D_k in its own two angles and P_k in the core unknowns
+    (a carrier's pose); its left null vector n_k = (d_1 x d_2)/|d_1 x d_2| (n_k^T D_k = 0: the
+    differentiated constant-distance constraint (5.2)) gives one reduced row n_k^T P_k. The
+    reduced square core matrix [C_c; n_k^T P_k] (5 x 5 for the five-link) is LU-factorised
+    with partial pivoting, and per rod the 2 x 2 normal matrix D_k^T D_k is inverted. False if
+    a rod's D_k loses rank or the core matrix is singular."""
+    LU, piv, tmp = W
+    for i in range(MCORE_):
+        for c in range(NRC_):
+            LU[i, c] = J[RCORE_ROW[i], RCORE_COL[c]]
+    for k in range(NROD_):
+        r0, r1, r2 = ROD_ROW[k, 0], ROD_ROW[k, 1], ROD_ROW[k, 2]
+        a, b = ROD_COL[k, 0], ROD_COL[k, 1]
+        a0, a1, a2 = J[r0, a], J[r1, a], J[r2, a]
+        b0, b1, b2 = J[r0, b], J[r1, b], J[r2, b]
+        n0, n1, n2 = a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+        g00, g01, g11 = a0 * a0 + a1 * a1 + a2 * a2, a0 * b0 + a1 * b1 + a2 * b2, \\
+            b0 * b0 + b1 * b1 + b2 * b2
+        det = g00 * g11 - g01 * g01          # = |n|^2
+        if not det > 1e-300:
+            return False
+        s = 1.0 / math.sqrt(det)
+        n0, n1, n2 = n0 * s, n1 * s, n2 * s
+        row = NRC_ + k
+        LU[row, 0], LU[row, 1], LU[row, 2] = n0, n1, n2
+        LU[row, 3], LU[row, 4], LU[row, 5] = g11 / det, -g01 / det, g00 / det
+        for c in range(NRC_):
+            col = RCORE_COL[c]
+            LU[MCORE_ + k, c] = n0 * J[r0, col] + n1 * J[r1, col] + n2 * J[r2, col]
+    for c in range(NRC_):
+        p = c
+        big = abs(LU[c, c])
+        for r in range(c + 1, NRC_):
+            if abs(LU[r, c]) > big:
+                big = abs(LU[r, c])
+                p = r
+        piv[c] = p
+        if p != c:
+            for b in range(NRC_):
+                x = LU[c, b]
+                LU[c, b] = LU[p, b]
+                LU[p, b] = x
+        if LU[c, c] == 0.0:
+            return False
+        for r in range(c + 1, NRC_):
+            f = LU[r, c] / LU[c, c]
+            LU[r, c] = f
+            for b in range(c + 1, NRC_):
+                LU[r, b] -= f * LU[c, b]
     return True
 
 
 @njit(cache=True)
-def acceleration(q, qd, qdd, t, J, g, W):
-    """Phi_d qdd_d = gamma - Phi_i qdd_i (J, W from velocity at q)."""
-    gamma(q, qd, t, g)
-    for r in range(NC_):
-        for a in range(IND.shape[0]):
-            g[r] -= J[r, IND[a]] * qdd[IND[a]]
-    solve_d(J, W, g.reshape((NC_, 1)), qdd.reshape((NQ_, 1)))
-
-
-@njit(cache=True)
-def run(mode, times, q, Q, QD, QDD, RES, ITER, tol, max_iter, extrapolate):
-    """Kinematic simulation; returns -1 or the index of the failed step."""
-    J = np.zeros((NC_, NQ_))
-    pt = np.zeros(NC_)
-    g = np.zeros(NC_)
-    r = np.zeros(NC_)
-    qd = np.zeros(NQ_)
-    qdd = np.zeros(NQ_)
-    W = dep_workspace()
-    for k in range(times.shape[0]):
-        t = times[k]
-        if extrapolate and k > 0:
-            h = t - times[k - 1]
-            for a in range(DEP.shape[0]):
-                q[DEP[a]] += h * qd[DEP[a]] + 0.5 * h * h * qdd[DEP[a]]
-        inputs(t, q, qd, qdd)
-        it = position(mode, q, t, tol, max_iter)
-        if it < 0:
-            return k
-        if not velocity(q, qd, t, J, pt, W):
-            return k
-        acceleration(q, qd, qdd, t, J, g, W)
-        phi(q, t, r)
-        RES[k] = np.abs(r).max()
-        ITER[k] = it
-        Q[k] = q
-        QD[k] = qd
-        QDD[k] = qdd
-    return -1
+def solve_d(J, W, R, X):
+    """Phi_d X_d = R for the columns of R (by constraint; X by coordinate, only the rows DEP
+    written) through the rod reduction (factor_d first): the core unknowns from the reduced
+    system [C_c; n_k^T P_k] x_c = [r_c; n_k^T r_k], then each rod's two angles from its
+    consistent 3 x 2 system D_k x_k = r_k - P_k x_c by the normal equations."""
+    LU, piv, tmp = W
+    for m in range(R.shape[1]):
+        for i in range(MCORE_):
+            tmp[i] = R[RCORE_ROW[i], m]
+        for k in range(NROD_):
+            row = NRC_ + k
+            tmp[MCORE_ + k] = LU[row, 0] * R[ROD_ROW[k, 0], m] + LU[row, 1] * R[ROD_ROW[k, 1], m] \\
+                + LU[row, 2] * R[ROD_ROW[k, 2], m]
+        for c in range(NRC_):
+            p = piv[c]
+            if p != c:
+                v = tmp[c]
+                tmp[c] = tmp[p]
+                tmp[p] = v
+        for a in range(NRC_):
+            for c in range(a):
+                tmp[a] -= LU[a, c] * tmp[c]
+        for a in range(NRC_ - 1, -1, -1):
+            for c in range(a + 1, NRC_):
+                tmp[a] -= LU[a, c] * tmp[c]
+            tmp[a] /= LU[a, a]
+        for c in range(NRC_):
+            X[RCORE_COL[c], m] = tmp[c]
+        for k in range(NROD_):
+            a, b = ROD_COL[k, 0], ROD_COL[k, 1]
+            u = 0.0
+            v = 0.0
+            for e in range(3):
+                r = ROD_ROW[k, e]
+                s = R[r, m]
+                for c in range(NRC_):
+                    s -= J[r, RCORE_COL[c]] * tmp[c]
+                u += J[r, a] * s
+                v += J[r, b] * s
+            row = NRC_ + k
+            X[a, m] = LU[row, 3] * u + LU[row, 4] * v
+            X[b, m] = LU[row, 4] * u + LU[row, 5] * v
 '''
+
+
+def rod_reduction(system, plan, Jq):
+    """(core rows, core columns, rod rows (n_rod x 3), rod columns (n_rod x 2)) when Phi_d is
+    bordered by the plan's rods -- each rod's two coordinates appear only in its three joint
+    equations, and the other equations plus one reduced row per rod determine the other
+    dependent coordinates (square) -- else None (the block LU over the plan's blocks)."""
+    rods = getattr(plan, "rods", ())
+    if not rods or any(len(r.equations) != 3 or len(r.coordinates) != 2 for r in rods):
+        return None
+    rod_rows = [list(map(int, r.equations)) for r in rods]
+    rod_cols = [list(map(int, r.coordinates)) for r in rods]
+    taken_rows = {i for rr in rod_rows for i in rr}
+    taken_cols = {i for rc in rod_cols for i in rc}
+    core_rows = [i for i in range(system.n_c) if i not in taken_rows]
+    core_cols = [int(i) for i in system.dependent if i not in taken_cols]
+    if len(core_rows) + len(rods) != len(core_cols):
+        return None
+    for rr, rc in zip(rod_rows, rod_cols):
+        if any(Jq[r, c] != 0 for r in range(system.n_c) if r not in rr for c in rc):
+            return None
+    return core_rows, core_cols, rod_rows, rod_cols

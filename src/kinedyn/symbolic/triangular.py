@@ -227,6 +227,7 @@ class Plan:
     blocks: list = field(default_factory=list)
     derived: tuple = ()
     lu_blocks: list | None = None
+    rods: tuple = ()           # the rods (spatial.Rod) whose distance constraints are derived
 
     @property
     def fully_triangular(self) -> bool:
@@ -354,7 +355,7 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
     legs = [r for r in getattr(system, "rods", ()) if rods and set(r.coordinates) <= set(dep)]
     lu = _dm_blocks(system, range(system.n_c), dep, system.phi)
     derived = tuple((f"rod {r.name}: distance", r.distance) for r in legs)
-    plan = Plan(system, derived=derived, lu_blocks=lu if legs else None)
+    plan = Plan(system, derived=derived, lu_blocks=lu if legs else None, rods=tuple(legs))
     phi = plan.equations
     rank = {}
     if order is not None:
