@@ -22,6 +22,7 @@ from ..errors import (AssemblyError, ConvergenceError, ModelError, SingularConfi
                       UnknownNameError)
 from ..linalg.dense import dense_lu
 from ..linalg.sparse import analyse as sparse_analyse
+from ..linalg.sparse import cheapest_ordering
 from ..linalg.subsystem import extract
 from ..model.compiled import CompiledModel
 from . import kernels as K
@@ -102,6 +103,7 @@ class Kinematics:
         self.model = self.f.model
         self.tuning = None
         self.engine = None
+        self._ordering = None  # sparse global: the column order, chosen once
         self.tol = float(tol)
         self.max_iter = int(max_iter)
         self.fixed = bool(fixed_iterations)
@@ -216,8 +218,11 @@ class Kinematics:
         else:
             values = np.zeros(self.nnz)
             _eval_phi_q(self.data, self.work, q, float(t), self.all_rows, values)
-            try:
-                self.solver, self.swork = sparse_analyse(block, values)
+            try:  # the cheapest column order, chosen once (kept when re-analysed)
+                if self._ordering is None:
+                    self._ordering = cheapest_ordering(block, values)
+                self.solver, self.swork = sparse_analyse(block, values,
+                                                         orderings=(self._ordering,))
             except RuntimeError:  # SuperLU: "Factor is exactly singular"
                 self._raise(K.SINGULAR, q, t, float(np.abs(self.phi(q, t)).max()))
 

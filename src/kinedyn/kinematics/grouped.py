@@ -8,7 +8,9 @@ of earlier groups are known (h) and the group's own are dependent (phi):
 * acceleration, eq. (3): ``Phi_phi phidd = gamma - Phi_h hdd``.
 
 Each group is a :class:`~.kernels.Plan` (its rows, its columns, its coupling entries Phi_h)
-with its own dense or sparse factorisation of Phi_phi (:mod:`kinedyn.linalg`); groups share
+with its own dense or sparse factorisation of Phi_phi (:mod:`kinedyn.linalg`; a serial paper
+step with the sparse solver takes each DAG level's groups as one block-diagonal system, see
+:meth:`GroupEngine._by_level`); groups share
 the Jacobian values array, where each writes only its own rows, and the formulation scratch of
 the thread that solves them (one per thread: its table of functions of time is then evaluated
 once per step, not once per group). The per-group objects are packed into homogeneous
@@ -23,6 +25,7 @@ from .._unmanaged import unmanaged
 from ..errors import SingularConfigurationError, SolverError
 from ..linalg.dense import dense_lu
 from ..linalg.sparse import analyse as sparse_analyse
+from ..linalg.sparse import block_diagonal, cheapest_ordering
 from ..linalg.subsystem import extract
 from ..parallel.team import private_copy
 from . import kernels as K
@@ -49,7 +52,18 @@ class GroupEngine:
                          for g in gs.groups)
         self.blocks = tuple(extract(ptr, ind, g.equations, g.unknowns) for g in gs.groups)
         self.order = np.array([k for level in gs.levels for k in level], np.int64)
-        self.all_cols = np.arange(f.n_q, dtype=np.int64)
+        # the paper's step with the sparse solver: each DAG level's groups as one
+        # block-diagonal system (same arithmetic, one pass per level; see run)
+        self.level_groups = [tuple(sorted(level)) for level in gs.levels]
+        self.level_plans = self.level_pws = None
+        if solver == "sparse":
+            cat = lambda attr, lv: [i for g in lv for i in getattr(gs.groups[g], attr)]  # noqa: E731
+            self.level_plans = tuple(K.make_plan(ptr, ind, cat("equations", lv), cat("unknowns", lv))
+                                     for lv in self.level_groups)
+            self.level_pws = tuple(K.PlanWork(np.zeros(len(p.rows)), np.zeros(len(p.rows)),
+                                              self.values) for p in self.level_plans)
+            self.level_order = np.arange(len(self.level_groups), dtype=np.int64)
+        self.orderings = [None] * len(gs.groups)  # sparse: each group's column order
         self.runner = None
         if outer > 1:
             from .threads import ThreadedRunner
@@ -77,29 +91,73 @@ class GroupEngine:
             if self.solver_name == "dense":
                 s, w = dense_lu(block)
             else:
-                try:
-                    s, w = sparse_analyse(block, values)
+                try:  # each group's cheapest column order, chosen once (kept when re-analysed)
+                    if self.orderings[g] is None:
+                        self.orderings[g] = cheapest_ordering(block, values)
+                    s, w = sparse_analyse(block, values, orderings=(self.orderings[g],))
                 except RuntimeError:  # SuperLU: "Factor is exactly singular"
                     self.fail(K.SINGULAR, q, t, g)
             solvers.append(s)
             sworks.append(private_copy(w))  # threads factorise groups side by side
         self.solvers, self.sworks = tuple(solvers), tuple(sworks)
+        if self.level_plans is not None:
+            levels = [block_diagonal((solvers[g], sworks[g]) for g in lv)
+                      for lv in self.level_groups]
+            self.level_solvers = tuple(s for s, _ in levels)
+            self.level_sworks = tuple(w for _, w in levels)
+
+    def _by_level(self, fixed) -> bool:
+        """Whether a serial run of this mode solves whole DAG levels (the paper's step, sparse).
+
+        The groups of a level are independent (none reads another's coordinates), so their
+        blocks of Phi_phi form a block-diagonal matrix whose factors are the groups' own
+        (:func:`kinedyn.linalg.sparse.block_diagonal`): the level's Phi, Phi_phi, Phi_t and
+        gamma in one pass over its rows, one factorisation, one solution - entry for entry the
+        arithmetic of each group, as the threaded run does it group by group (bit-identical
+        results). With the groups' pivot rows interleaved, their chains of dependent
+        operations (pivot after pivot, multiply-add after multiply-add) overlap instead of
+        running one group after the other (docs/group-equations.md, third round: Stewart
+        platform 7.1 -> 5.9 us per step on a loaded machine). In the paper's step
+        every group does exactly ``max_iter`` iterations, so the level does too; converged
+        runs keep each group's own iteration count (per group, as the threads do).
+        """
+        return bool(fixed) and self.level_plans is not None
+
+    def _units(self, fixed):
+        """(solvers, works, plans, plan works, order) of what a serial run solves in turn."""
+        if self._by_level(fixed):
+            return (self.level_solvers, self.level_sworks, self.level_plans, self.level_pws,
+                    self.level_order)
+        return self.solvers, self.sworks, self.plans, self.pws, self.order
 
     def solve_once(self, q, qd, qdd, t, tol, max_iter, fixed):
         """Positions, velocities, accelerations at one time: ``(status, iterations, residual,
         failed group)``."""
-        return solve_groups_once(self.kin.data, self.kin.work, self.solvers, self.sworks,
-                                 self.plans, self.pws, self.order, q, qd, qdd, float(t), tol,
-                                 max_iter, fixed)
+        st, it, err, u = solve_groups_once(self.kin.data, self.kin.work, *self._units(fixed), q,
+                                           qd, qdd, float(t), tol, max_iter, fixed)
+        return st, it, err, self._group_of(u, fixed, q, t)
 
     def run(self, times, q, qd, qdd, start, stop, tol, max_iter, fixed, extrapolate, outs):
         """Steps ``start..stop-1``: ``(status, step, failed group)``."""
         if self.runner is not None:
             return self.runner.run(times, q, qd, qdd, start, stop, tol, max_iter, fixed,
                                    extrapolate, outs)
-        return run_groups(self.kin.data, self.kin.work, self.solvers, self.sworks, self.plans,
-                          self.pws, self.order, self.all_cols, times, q, qd, qdd, start, stop,
-                          tol, max_iter, fixed, extrapolate, *outs)
+        solvers, sworks, plans, pws, order = self._units(fixed)
+        st, k, u = run_groups(self.kin.data, self.kin.work, solvers, sworks, plans, pws, order,
+                              times, q, qd, qdd, start, stop, tol, max_iter, fixed,
+                              extrapolate, *outs)
+        return st, k, self._group_of(u, fixed, q, times[min(k, len(times) - 1)])
+
+    def _group_of(self, u, fixed, q, t) -> int:
+        """The group that failed in unit ``u`` of a serial run (a whole level: its group with
+        the largest residual at q)."""
+        if u < 0 or not self._by_level(fixed):
+            return u
+        level = self.level_groups[u]
+        if len(level) == 1:
+            return level[0]
+        phi = np.abs(self.kin.phi(q, t))
+        return max(level, key=lambda g: phi[list(self.groups[g].equations)].max())
 
     def fail(self, st, q, t, g):
         """Raise the error of a failed group, naming the group and its worst constraints."""
@@ -171,17 +229,19 @@ def solve_groups_once(data_, work_, solvers_, sworks_, plans_, pws_, order, q, q
 
 
 @nb.njit(cache=True, nogil=True)
-def run_groups(data_, work_, solvers_, sworks_, plans_, pws_, order, all_cols_, times, q, qd, qdd,
+def run_groups(data_, work_, solvers_, sworks_, plans_, pws_, order, times, q, qd, qdd,
                start, stop, tol, max_iter, fixed, extrapolate, out_q, out_qd, out_qdd, out_res,
                out_iter):
-    """Steps ``start..stop-1`` group by group (see :func:`.kernels.run` for the tracking)."""
+    """Steps ``start..stop-1`` unit by unit in ``order`` - structural groups, or whole DAG
+    levels in the paper's step (:meth:`GroupEngine._by_level`) - (see :func:`.kernels.run` for
+    the tracking). Returns ``(status, step, failing unit)``."""
     data, work, solvers, sworks = unmanaged(data_), unmanaged(work_), unmanaged(solvers_), \
         unmanaged(sworks_)
-    plans, pws, all_cols = unmanaged(plans_), unmanaged(pws_), unmanaged(all_cols_)
+    plans, pws = unmanaged(plans_), unmanaged(pws_)
     for k in range(start, stop):
         t = times[k]
-        if extrapolate:
-            predict(times, k, all_cols, q, qd, qdd, out_qdd)
+        if extrapolate:  # every coordinate at once (the threads: each its groups', same values)
+            K.predict(times, k, q, qd, qdd, out_qdd)
         track = k > start and not fixed  # the paper's fixed Newton iterations: no chord
         it_max, err_max = 0, 0.0
         for i in range(order.shape[0]):

@@ -59,8 +59,9 @@ def make_plan(jac_indptr, jac_indices, rows, cols) -> Plan:
                 pos.append(p)
                 col.append(int(jac_indices[p]))
                 row.append(i)
-    as_int = lambda x: np.array(x, np.int64)  # noqa: E731
-    return Plan(rows, cols, as_int(pos), as_int(col), as_int(row))
+    # unsigned: Numba indexes with them without a negative-index test (couple's loop)
+    ix = lambda x: np.array(x, np.uint32)  # noqa: E731
+    return Plan(rows, cols, ix(pos), ix(col), ix(row))
 
 
 def make_plan_work(plan: Plan, nnz: int) -> PlanWork:
@@ -259,6 +260,23 @@ def step(data, work, solver, swork, plan, pw, q, qd, qdd, t, tol, max_iter, fixe
     return st, it, err
 
 
+@nb.njit(**_STEP)
+def predict(times, k, q, qd, qdd, out_qdd):
+    """Tracking prediction of q at step ``k`` from step ``k - 1``: third-order Taylor
+    extrapolation, the jerk from the accelerations of the last two steps (read back from
+    ``out_qdd``); second order at step 1, none at step 0."""
+    t = times[k]
+    if k > 1:
+        h = t - times[k - 1]
+        c = h * h * h / (6.0 * (times[k - 1] - times[k - 2]))
+        for i in range(q.shape[0]):
+            q[i] += h * qd[i] + 0.5 * h * h * qdd[i] + c * (qdd[i] - out_qdd[k - 2, i])
+    elif k > 0:
+        h = t - times[k - 1]
+        for i in range(q.shape[0]):
+            q[i] += h * qd[i] + 0.5 * h * h * qdd[i]
+
+
 @nb.njit(cache=True, nogil=True)
 def run(data_, work_, solver_, swork_, plan_, pw_, times, q, qd, qdd, start, stop, tol, max_iter,
         fixed, extrapolate, out_q, out_qd, out_qdd, out_res, out_iter):
@@ -278,15 +296,8 @@ def run(data_, work_, solver_, swork_, plan_, pw_, times, q, qd, qdd, start, sto
     plan, pw = unmanaged(plan_), unmanaged(pw_)
     for k in range(start, stop):
         t = times[k]
-        if extrapolate and k > 1:  # third order: the jerk from the last two accelerations
-            h = t - times[k - 1]
-            c = h * h * h / (6.0 * (times[k - 1] - times[k - 2]))
-            for i in range(q.shape[0]):
-                q[i] += h * qd[i] + 0.5 * h * h * qdd[i] + c * (qdd[i] - out_qdd[k - 2, i])
-        elif extrapolate and k > 0:
-            h = t - times[k - 1]
-            for i in range(q.shape[0]):
-                q[i] += h * qd[i] + 0.5 * h * h * qdd[i]
+        if extrapolate:
+            predict(times, k, q, qd, qdd, out_qdd)
         st, it, err = step(data, work, solver, swork, plan, pw, q, qd, qdd, t, tol, max_iter,
                            fixed, k > start)
         if st != OK:

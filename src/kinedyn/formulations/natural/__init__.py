@@ -68,6 +68,10 @@ class Natural:
                     eq = lay.joint_coordinate_equation(j, comp, -1, model.joint_name[j])
                     self.joint_coordinates[j, label] = (eq.kind,
                                                         tuple(table.id(e) for e in eq.entities))
+        # the equations' entities were numbered first: 0..n_con_ent-1, the kernels' straight
+        # loop over "every entity" stops there (Stewart platform: 52 of 107)
+        n_con_ent = int(con_ent.max()) + 1 if con_ent.size else 0
+        assert set(np.unique(con_ent[con_ent >= 0]).tolist()) == set(range(n_con_ent))
         forces = self._force_entities(table)
         self.mass_dense = mass_matrix(lay)
         M = sps.csr_matrix(self.mass_dense)
@@ -86,6 +90,7 @@ class Natural:
             con_ent=con_ent, con_comp=u([eq.comp for eq in lay.equations]),
             con_value=np.array([eq.value for eq in lay.equations], float),
             con_fn=np.array([eq.functions for eq in lay.equations], np.int64).reshape(-1, 2),
+            n_con_ent=n_con_ent,
             jac_indptr=indptr, jac_indices=indices, jc_start=u(jc_start), jc_slot=u(jc_slot),
             jc_term=u(jc_term), jc_pos=u(jc_pos), jc_first=u(jc_first), jac_const=jac_const,
             fn_ops=ops, fn_args=args, fn_start=start,

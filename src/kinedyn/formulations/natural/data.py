@@ -30,6 +30,8 @@ class NaturalData(NamedTuple):
     con_comp: np.ndarray     # (n_c,) component of LINEAR equations
     con_value: np.ndarray    # (n_c,) constant target
     con_fn: np.ndarray       # (n_c, 2) function ids (target f(t); ANGLE: sin, cos), -1 none
+    n_con_ent: int           # entities 0..n_con_ent-1 are those the equations read (the
+                             # rest: outputs and loads, never needed by phi or gamma)
     jac_indptr: np.ndarray   # (n_c + 1,) CSR pattern of phi_q
     jac_indices: np.ndarray  # (nnz,)
     jc_start: np.ndarray     # (n_c + 1,) Jacobian contributions per row (DOT/ANGLE rows)

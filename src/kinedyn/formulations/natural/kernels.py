@@ -113,7 +113,7 @@ def _f(fval, fid, order):
 
 @nb.njit(**_LEAF)
 def _cache_entity(E, e, x, with_const):
-    con_ent, ent_const, ent_start, ent_block, ent_alpha, ent_beta, dims, cache, stamp = E
+    con_ent, ent_const, ent_start, ent_block, ent_alpha, ent_beta, dims, cache, stamp, n_con = E
     d = len(dims)
     _entity(ent_start, ent_block, ent_alpha, ent_beta, d, e, x, cache, e)
     if with_const:
@@ -126,8 +126,10 @@ def _prepare(E, rows, x, with_const):
     """Entity values (or rates, without constants) for a call on ``rows``; returns ``lazy``.
 
     ``E`` is the tuple of entity arrays (con_ent, ent_const, ent_start, ent_block, ent_alpha,
-    ent_beta, dims, cache, stamp). When the rows are at least half of all equations (the global
-    formulation) every entity is computed here in one straight loop and ``cache[e]`` holds it;
+    ent_beta, dims, cache, stamp, n_con_ent). When the rows are at least half of all equations
+    (the global formulation, a DAG level of structural groups) every entity the equations read
+    (ids below ``n_con_ent``; the others are outputs and loads) is computed here in one straight
+    loop and ``cache[e]`` holds it;
     for fewer rows (one structural group) they are computed on demand by :func:`_ensure`, each
     once per call, so the cost of a group stays proportional to the group. The straight loop
     avoids a test per entity use, which cost more than the arithmetic (Stewart platform,
@@ -135,7 +137,7 @@ def _prepare(E, rows, x, with_const):
     """
     if 2 * rows.shape[0] < E[0].shape[0]:
         return True
-    for e in range(E[2].shape[0] - 1):
+    for e in range(E[9]):
         _cache_entity(E, e, x, with_const)
     return False
 
@@ -158,7 +160,7 @@ def _ensure(E, r, x, with_const, mark):
 def _ents(data, work, cache, stamp):
     """The entity tuple for :func:`_prepare` (arrays only: cheap to pass to a worker)."""
     return (data.con_ent, data.ent_const, data.ent_start, data.ent_block, data.ent_alpha,
-            data.ent_beta, data.dims, cache, stamp)
+            data.ent_beta, data.dims, cache, stamp, data.n_con_ent)
 
 
 @nb.njit(**_WRAP)
