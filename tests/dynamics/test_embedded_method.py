@@ -13,6 +13,14 @@ def test_model_without_a_symbolic_plan_is_a_clear_error():
         Dynamics(kinedyn.models.get("double-pendulum").compile(), method="embedded")
 
 
+def test_open_chain_has_nothing_to_embed():
+    """An open chain has no constraints in joint coordinates: asked for a plan anyway, the
+    symbolic pipeline says so (it used to fail inside SymPy's jacobian of an empty matrix)."""
+    with pytest.raises(ModelError, match="double-pendulum: no constraints"):
+        Dynamics(kinedyn.models.get("double-pendulum").compile(), method="embedded",
+                 symbolic={})
+
+
 def test_four_bar_conserves_energy_and_follows_projection():
     """Gravity only (conservative): RK4's energy error is its truncation error (fourth order,
     as the projection method's) and every natural output matches the projection method."""

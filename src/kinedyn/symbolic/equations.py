@@ -101,6 +101,8 @@ class ConstraintSystem:
     @cached_property
     def phi_q(self) -> sp.Matrix:
         """Jacobian d Phi / d q (m x n)."""
+        if not self.phi:  # an open chain: no constraints (SymPy has no Jacobian of a 0-vector)
+            return sp.zeros(0, len(self.q))
         return sp.Matrix(self.phi).jacobian(self.q)
 
     @cached_property
@@ -439,6 +441,8 @@ def _depth(b, parent_joint, model):
 def _assemble_free(eqs: ConstraintSystem) -> np.ndarray:
     """Least-squares assembly of every coordinate near the model's initial pose."""
     import scipy.optimize as so
+    if not eqs.n_c:  # an open chain: every coordinate is free
+        return np.asarray(eqs.q0, float).copy()
     sol = so.least_squares(lambda x: eqs.residual(x), eqs.q0, jac=lambda x: eqs.jacobian(x),
                            xtol=1e-15, ftol=1e-15, gtol=1e-15, method="trf")
     if np.abs(sol.fun).max() > 1e-10:

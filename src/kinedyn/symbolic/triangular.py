@@ -349,6 +349,10 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
     iterated), then each rod's own coordinates from its three joint equations, one small
     triangular block per rod ((5.4)-(5.7)). Without rods, or ``rods=False``, one stage.
     """
+    if not system.n_c:  # e.g. an open chain in joint coordinates
+        raise ModelError(f"{system.name}: no constraints in its symbolic coordinates, so "
+                         "nothing to triangularise or embed (every coordinate is independent; "
+                         "use method='augmented', 'hdca' or the relative formulation)")
     if reduce_knowns is None:
         reduce_knowns = bool(getattr(system, "reduce_knowns", False))
     dep = list(system.dependent)
