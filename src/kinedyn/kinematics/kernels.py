@@ -90,6 +90,25 @@ def newton_update(solver, swork, plan, pw, q):
 
 
 @nb.njit(**_STEP)
+def _iterate(data, work, solver, swork, plan, pw, q, t, tol, first, evaluate):
+    """The checks and the factorisation of one Newton-Raphson iterate (shared by
+    :func:`position` and :func:`paper_step`): Phi and Phi_q at q in one pass over the rows
+    (unless the caller has them: ``evaluate`` False), LOST on a NaN or a residual growing past
+    DIVERGENCE times the first one, then Phi_q factorised. Returns ``(status, max |Phi|, first
+    residual)``; status OK: the solver holds the factorisation at q."""
+    if evaluate:
+        protocol.calc_phi_and_phi_q(data, work, q, t, plan.rows, pw.phi, pw.values)
+    err = max_abs(pw.phi)
+    if err != err or err == np.inf:
+        return LOST, err, first
+    if first < 0.0:
+        first = err
+    elif err > DIVERGENCE * max(first, tol):
+        return LOST, err, first
+    return protocol.factorize(solver, swork, pw.values), err, first
+
+
+@nb.njit(**_STEP)
 def position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, evaluated=False):
     """Newton-Raphson on the plan's rows for its columns to max |Phi| <= tol, q updated in
     place (for the paper's fixed number of iterations see :func:`paper_step`). ``evaluated``: the
@@ -100,16 +119,8 @@ def position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, evaluated
     first = -1.0
     it = 0
     while True:
-        if not (evaluated and it == 0):  # Phi and Phi_q in one pass over the rows
-            protocol.calc_phi_and_phi_q(data, work, q, t, plan.rows, pw.phi, pw.values)
-        err = max_abs(pw.phi)
-        if err != err or err == np.inf:
-            return LOST, it, err
-        if first < 0.0:
-            first = err
-        elif err > DIVERGENCE * max(first, tol):
-            return LOST, it, err
-        st = protocol.factorize(solver, swork, pw.values)
+        st, err, first = _iterate(data, work, solver, swork, plan, pw, q, t, tol, first,
+                                  not (evaluated and it == 0))
         if st != OK:
             return st, it, err
         if err <= tol:
@@ -216,15 +227,7 @@ def paper_step(data, work, solver, swork, plan, pw, q, qd, qdd, t, tol, n_iter):
     err = 0.0
     last = n_iter - 1
     for it in range(n_iter):
-        protocol.calc_phi_and_phi_q(data, work, q, t, plan.rows, pw.phi, pw.values)
-        err = max_abs(pw.phi)
-        if err != err or err == np.inf:
-            return LOST, it, err
-        if first < 0.0:
-            first = err
-        elif err > DIVERGENCE * max(first, tol):
-            return LOST, it, err
-        st = protocol.factorize(solver, swork, pw.values)
+        st, err, first = _iterate(data, work, solver, swork, plan, pw, q, t, tol, first, True)
         if st != OK:
             return st, it, err
         for i in range(pw.phi.shape[0]):

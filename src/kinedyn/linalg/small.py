@@ -22,10 +22,19 @@ import numba as nb
 def lu_factor(A, n, piv, tol=0.0):
     """Factorise the leading n x n block of ``A`` in place; False when a pivot column has no
     entry larger than ``tol`` in magnitude (singular to that tolerance)."""
-    for k in range(n):
+    return lu_factor_block(A, 0, n, piv, tol)
+
+
+@nb.njit(cache=True, nogil=True)
+def lu_factor_block(A, s0, s1, piv, tol=0.0):
+    """Factorise the diagonal block ``A[s0:s1, s0:s1]`` in place (rows swapped within the
+    block; ``piv[k]``, k in [s0, s1), is the row of ``A`` swapped with row k); False when a
+    pivot column has no entry larger than ``tol`` in magnitude. Serves :func:`lu_factor` and the
+    block-by-block factorisations of the generated symbolic kernels (Phi_d per loop or leg)."""
+    for k in range(s0, s1):
         p = k
         big = abs(A[k, k])
-        for i in range(k + 1, n):
+        for i in range(k + 1, s1):
             if abs(A[i, k]) > big:
                 big = abs(A[i, k])
                 p = i
@@ -33,14 +42,14 @@ def lu_factor(A, n, piv, tol=0.0):
         if big <= tol:
             return False
         if p != k:
-            for j in range(n):
+            for j in range(s0, s1):
                 A[k, j], A[p, j] = A[p, j], A[k, j]
         inv = 1.0 / A[k, k]
-        for i in range(k + 1, n):
+        for i in range(k + 1, s1):
             A[i, k] *= inv
             l = A[i, k]
             if l != 0.0:
-                for j in range(k + 1, n):
+                for j in range(k + 1, s1):
                     A[i, j] -= l * A[k, j]
     return True
 

@@ -108,7 +108,9 @@ def blockwise_kernels(system, plan, M, F, qs, qds, sub, reads):
     phi_sc = [(f"out[{i}]", fin(e)) for i, e in enumerate(phi)]
     kernels.append(Kernel("phi_sc", ("q", "sc", "t", "out"), rd, phi_sc))
     nbmax = max(len(b.unknowns) for b in plan.blocks)
-    header = (f"MUP_I = np.array({[i for i, _ in nz]}, dtype=np.int64)\n"
+    header = ("from kinedyn.linalg.small import cholesky_factor, "
+              "cholesky_solve as cholesky_substitute\n"
+              f"MUP_I = np.array({[i for i, _ in nz]}, dtype=np.int64)\n"
               f"MUP_J = np.array({[j for _, j in nz]}, dtype=np.int64)\n"
               f"NBMAX_ = {nbmax}\n")
     return kernels, header + BLOCKWISE
@@ -130,32 +132,12 @@ def workspace():
 
 @njit(cache=True)
 def cholesky_solve(A, b):
-    """A x = b for symmetric positive definite A (lower Cholesky factor in place; b becomes
-    x); False if A is not positive definite."""
+    """A x = b for symmetric positive definite A (its lower Cholesky factor in place, by
+    kinedyn.linalg.small; b becomes x); False if A is not positive definite."""
     n = b.shape[0]
-    for j in range(n):
-        d = A[j, j]
-        for k in range(j):
-            d -= A[j, k] * A[j, k]
-        if not d > 0.0:
-            return False
-        d = math.sqrt(d)
-        A[j, j] = d
-        for i in range(j + 1, n):
-            v = A[i, j]
-            for k in range(j):
-                v -= A[i, k] * A[j, k]
-            A[i, j] = v / d
-    for i in range(n):
-        v = b[i]
-        for k in range(i):
-            v -= A[i, k] * b[k]
-        b[i] = v / A[i, i]
-    for i in range(n - 1, -1, -1):
-        v = b[i]
-        for k in range(i + 1, n):
-            v -= A[k, i] * b[k]
-        b[i] = v / A[i, i]
+    if cholesky_factor(A, n) >= 0:
+        return False
+    cholesky_substitute(A, n, b)
     return True
 
 
@@ -200,27 +182,10 @@ def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
             Mz[j] += m * z[i]
             for c in range(nf):
                 MB[j, c] += m * B[i, c]
-    for a in range(nf):
-        v = 0.0
-        for i in range(NQ_):
-            v += B[i, a] * (F[i] - Mz[i])
-        rhs[a] = v
-        for b in range(a, nf):
-            v = 0.0
-            for i in range(NQ_):
-                v += B[i, a] * MB[i, b]
-            A[a, b] = v
-            A[b, a] = v
+    projected_system(B, MB, Mz, F, A, rhs)
     if not cholesky_solve(A, rhs):
         return -1
-    for i in range(NQ_):
-        v = z[i]
-        for a in range(nf):
-            v += B[i, a] * rhs[a]
-        qdd[i] = v
-    for a in range(nf):
-        qi_dot[a] = qd[IND[a]]
-        qi_ddot[a] = rhs[a]
+    accelerations(B, z, rhs, qd, qdd, qi_dot, qi_ddot)
     return it
 
 

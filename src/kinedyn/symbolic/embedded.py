@@ -318,25 +318,9 @@ def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
         Mz[i] += m * z[j]
         for a in range(nf):
             MB[i, a] += m * B[j, a]
-    for a in range(nf):
-        v = 0.0
-        for i in range(NQ_):
-            v += B[i, a] * (F[i] - Mz[i])
-        rhs[a] = v
-        for b in range(nf):
-            v = 0.0
-            for i in range(NQ_):
-                v += B[i, a] * MB[i, b]
-            A[a, b] = v
+    projected_system(B, MB, Mz, F, A, rhs)
     solve_small(A, rhs)
-    for i in range(NQ_):
-        v = z[i]
-        for a in range(nf):
-            v += B[i, a] * rhs[a]
-        qdd[i] = v
-    for a in range(nf):
-        qi_dot[a] = qd[IND[a]]
-        qi_ddot[a] = rhs[a]
+    accelerations(B, z, rhs, qd, qdd, qi_dot, qi_ddot)
     return it
 
 
@@ -361,6 +345,38 @@ def record_outputs(q, qd, out):
 '''
 
 _EMBEDDED = '''
+@njit(cache=True)
+def projected_system(B, MB, Mz, F, A, rhs):
+    """A = B^T M B and rhs = B^T (F - M z) of eq. 2.28 from MB = M B and Mz = M z (A is
+    symmetric: its upper triangle is computed and mirrored)."""
+    nf = B.shape[1]
+    for a in range(nf):
+        v = 0.0
+        for i in range(NQ_):
+            v += B[i, a] * (F[i] - Mz[i])
+        rhs[a] = v
+        for b in range(a, nf):
+            v = 0.0
+            for i in range(NQ_):
+                v += B[i, a] * MB[i, b]
+            A[a, b] = v
+            A[b, a] = v
+
+
+@njit(cache=True)
+def accelerations(B, z, qdd_i, qd, qdd, qi_dot, qi_ddot):
+    """qdd = B qdd_i + z (every coordinate) and the independent state's derivative."""
+    nf = B.shape[1]
+    for i in range(NQ_):
+        v = z[i]
+        for a in range(nf):
+            v += B[i, a] * qdd_i[a]
+        qdd[i] = v
+    for a in range(nf):
+        qi_dot[a] = qd[IND[a]]
+        qi_ddot[a] = qdd_i[a]
+
+
 @njit(cache=True)
 def complete(q, qd, t, mode, tol, max_iter):
     """Dependent positions and velocities from the independent ones; -1 on failure."""

@@ -136,7 +136,8 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
         for a in range(ptr[k], ptr[k + 1]):
             coupling += [c for c in range(ptr[k]) if Jq[rows[a], cols[c]] != 0]
             cptr.append(len(coupling))
-    header = "\n".join([f"DEP = np.array({list(map(int, dep))}, dtype=np.int64)",
+    header = "\n".join(["from kinedyn.linalg.small import lu_factor_block",
+                        f"DEP = np.array({list(map(int, dep))}, dtype=np.int64)",
                         f"IND = np.array({list(map(int, ind))}, dtype=np.int64)",
                         f"BROW = np.array({rows}, dtype=np.int64)",   # Phi_d in plan block order
                         f"BCOL = np.array({cols}, dtype=np.int64)",
@@ -305,26 +306,8 @@ def factor_d(J, W):
         for a in range(s0, s1):
             for b in range(s0, s1):
                 LU[a, b] = J[BROW[a], BCOL[b]]
-        for c in range(s0, s1):
-            p = c
-            big = abs(LU[c, c])
-            for r in range(c + 1, s1):
-                if abs(LU[r, c]) > big:
-                    big = abs(LU[r, c])
-                    p = r
-            piv[c] = p
-            if p != c:
-                for b in range(s0, s1):
-                    x = LU[c, b]
-                    LU[c, b] = LU[p, b]
-                    LU[p, b] = x
-            if LU[c, c] == 0.0:
-                return False
-            for r in range(c + 1, s1):
-                f = LU[r, c] / LU[c, c]
-                LU[r, c] = f
-                for b in range(c + 1, s1):
-                    LU[r, b] -= f * LU[c, b]
+        if not lu_factor_block(LU, s0, s1, piv, 0.0):
+            return False
     return True
 
 
@@ -402,27 +385,7 @@ def factor_d(J, W):
         for c in range(NRC_):
             col = RCORE_COL[c]
             LU[MCORE_ + k, c] = n0 * J[r0, col] + n1 * J[r1, col] + n2 * J[r2, col]
-    for c in range(NRC_):
-        p = c
-        big = abs(LU[c, c])
-        for r in range(c + 1, NRC_):
-            if abs(LU[r, c]) > big:
-                big = abs(LU[r, c])
-                p = r
-        piv[c] = p
-        if p != c:
-            for b in range(NRC_):
-                x = LU[c, b]
-                LU[c, b] = LU[p, b]
-                LU[p, b] = x
-        if LU[c, c] == 0.0:
-            return False
-        for r in range(c + 1, NRC_):
-            f = LU[r, c] / LU[c, c]
-            LU[r, c] = f
-            for b in range(c + 1, NRC_):
-                LU[r, b] -= f * LU[c, b]
-    return True
+    return lu_factor_block(LU, 0, NRC_, piv, 0.0)
 
 
 @njit(cache=True)
