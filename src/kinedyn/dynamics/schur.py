@@ -265,7 +265,7 @@ def _dense_factor(rows, jac_indptr, jac_indices, minv, pivot_tol, jac, jd, ud, l
     return _dense_factor_body(rows, jac_indptr, jac_indices, minv, pivot_tol, jac, jd, ud, ld)
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True, nogil=True, forceinline=True)   # LLVM-inlined: see natural/kernels.py
 def _dense_derivative(rows, jac_indptr, jac_indices, minv, pivot_tol, jac, jd, ud, ld, Q, gamma,
                       a, lam, y, ydot):
     """The whole Schur evaluation of a small system in one call: factor, then
