@@ -345,11 +345,11 @@ def record_outputs(q, qd, out):
 '''
 
 _EMBEDDED = '''
-@njit(cache=True)
+@njit(cache=True, forceinline=True)   # inlined by LLVM into embedded_rhs
 def projected_system(B, MB, Mz, F, A, rhs):
     """A = B^T M B and rhs = B^T (F - M z) of eq. 2.28 from MB = M B and Mz = M z (A is
     symmetric: its upper triangle is computed and mirrored)."""
-    nf = B.shape[1]
+    nf = IND.shape[0]   # a compile-time constant (B.shape[1] is not): 7 % of a Gough-Stewart step
     for a in range(nf):
         v = 0.0
         for i in range(NQ_):
@@ -363,10 +363,10 @@ def projected_system(B, MB, Mz, F, A, rhs):
             A[b, a] = v
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)   # inlined by LLVM into embedded_rhs
 def accelerations(B, z, qdd_i, qd, qdd, qi_dot, qi_ddot):
     """qdd = B qdd_i + z (every coordinate) and the independent state's derivative."""
-    nf = B.shape[1]
+    nf = IND.shape[0]
     for i in range(NQ_):
         v = z[i]
         for a in range(nf):
