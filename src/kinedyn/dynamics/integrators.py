@@ -44,48 +44,59 @@ def step(system, work, y, t, dt, method, n_pos, second_order, scratch):
     """Advance ``y`` in place from ``t`` to ``t + dt``; return a status (0 = ok).
 
     Inlined into its callers: a real call that receives the method's NamedTuples cost 5 us per
-    step on the four-bar (measured), more than the four derivative evaluations of RK4."""
+    step on the four-bar (measured), more than the four derivative evaluations of RK4. The
+    derivative has a single call site, in a loop over the stages, because every call site is
+    inlined whole: one site instead of five cut the compilation of each whole-run kernel by
+    (see docs/architecture.md) at no measurable cost per step.
+    """
     n = y.shape[0]
-    k1 = scratch[0]
-    k2 = scratch[1]
-    k3 = scratch[2]
-    k4 = scratch[3]
     yt = scratch[4]
-    st = protocol.calc_state_derivative(system, work, y, t, k1)
-    if st != 0:
-        return st
+    if method == RK4:
+        n_evaluations = 4
+    elif method == SEMI_IMPLICIT_EULER and not second_order:
+        n_evaluations = 2
+    else:
+        n_evaluations = 1
+    for stage in range(n_evaluations):
+        if stage == 0:
+            ts = t
+            yt[:] = y
+        elif method == RK4:
+            # classical RK4: stages at t + h/2, t + h/2, t + h from the previous slope
+            c = 1.0 if stage == 3 else 0.5
+            ts = t + c * dt
+            k_previous = scratch[stage - 1]
+            for i in range(n):
+                yt[i] = y[i] + c * dt * k_previous[i]
+        else:
+            # semi-implicit Euler, first-order form: the new momenta first, then the position
+            # derivative evaluated again with them
+            ts = t
+            k1 = scratch[0]
+            for i in range(n_pos, n):
+                y[i] += dt * k1[i]
+            yt[:] = y
+        st = protocol.calc_state_derivative(system, work, yt, ts, scratch[stage])
+        if st != 0:
+            return st
+    k1 = scratch[0]
     if method == EULER:
         for i in range(n):
             y[i] += dt * k1[i]
     elif method == SEMI_IMPLICIT_EULER:
-        for i in range(n_pos, n):
-            y[i] += dt * k1[i]
         if second_order:
+            for i in range(n_pos, n):
+                y[i] += dt * k1[i]
             for i in range(n_pos):
                 y[i] += dt * y[n_pos + i]
         else:
-            st = protocol.calc_state_derivative(system, work, y, t, k2)
-            if st != 0:
-                return st
+            k2 = scratch[1]
             for i in range(n_pos):
                 y[i] += dt * k2[i]
     else:
-        h2 = 0.5 * dt
-        for i in range(n):
-            yt[i] = y[i] + h2 * k1[i]
-        st = protocol.calc_state_derivative(system, work, yt, t + h2, k2)
-        if st != 0:
-            return st
-        for i in range(n):
-            yt[i] = y[i] + h2 * k2[i]
-        st = protocol.calc_state_derivative(system, work, yt, t + h2, k3)
-        if st != 0:
-            return st
-        for i in range(n):
-            yt[i] = y[i] + dt * k3[i]
-        st = protocol.calc_state_derivative(system, work, yt, t + dt, k4)
-        if st != 0:
-            return st
+        k2 = scratch[1]
+        k3 = scratch[2]
+        k4 = scratch[3]
         for i in range(n):
             y[i] += dt / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i])
     return protocol.post_step(system, work, y, t + dt)

@@ -86,12 +86,13 @@ side a fixed-step integrator advances. ``system`` is a *method* NamedTuple (for 
 augmented method over natural coordinates) or a formulation that is itself an ODE (HDCA)."""
 
 post_step = _stub("post_step")
+"""post_step(system, work, y, t) -> status: correction after each accepted step (projection onto
+the constraint manifold, re-solution of dependent coordinates). Methods without one return 0."""
+
 record_state = _stub("record_state")
 """record_state(system, work, y, t, out): write the state to record - ``[q; qd]`` in the
 formulation's coordinates - into ``out`` (a method that integrates fewer coordinates, such as
 coordinate partitioning, reconstructs the full state here)."""
-"""post_step(system, work, y, t) -> status: correction after each accepted step (projection onto
-the constraint manifold, re-solution of dependent coordinates). Methods without one return 0."""
 
 # ---- linear solvers (kinedyn.linalg) ---------------------------------------------------------
 factorize = _stub("factorize")
