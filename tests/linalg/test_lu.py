@@ -8,7 +8,8 @@ import scipy.sparse as sps
 
 from kinedyn.formulations import protocol
 from kinedyn.linalg.dense import dense_lu
-from kinedyn.linalg.sparse import ORDERINGS, REPIVOT, analyse, block_diagonal, cost, fill
+from kinedyn.linalg.sparse import (ORDERINGS, REPIVOT, analyse, analyse_keeping_order,
+                                   block_diagonal, cost, fill)
 from kinedyn.linalg.subsystem import extract
 
 
@@ -93,6 +94,12 @@ def test_cheapest_ordering_is_kept_and_exact():
         colamd, _ = analyse(full_block(A), A.data)
         solver, work = analyse(full_block(A), A.data, orderings=ORDERINGS)
         assert cost(solver) <= cost(colamd)
+        # the first analysis names its order and is the one analyse keeps; passing the name
+        # back (a re-analysis during a run) keeps that order
+        order, (first, _) = analyse_keeping_order(full_block(A), A.data)
+        assert order in ORDERINGS and cost(first) == cost(solver)
+        again, (second, _) = analyse_keeping_order(full_block(A), A.data, order)
+        assert again == order and cost(second) == cost(first)
         b = np.random.default_rng(seed).standard_normal(80)
         x = b.copy()
         assert factor_solve(solver, work, A.data, x) == 0

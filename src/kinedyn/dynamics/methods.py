@@ -320,14 +320,12 @@ def _complete_state(system, work, y, t):
     aug = system.aug
     n = aug.n_q
     _scatter_independent(system.independent, n, y, work.q, work.qd)
-    if work.last[1] != 0.0:
+    held = work.last[1] != 0.0
+    if held:
         _extrapolate(system.plan.cols, t - work.last[0], work.q, work.qd)
-        st, it, err = K.position_tracking(aug.form, work.aug.form, system.dep_solver,
-                                          work.dep_solver, system.plan, work.plan, work.q, t,
-                                          system.tol, system.max_iter)
-    else:
-        st, it, err = K.position(aug.form, work.aug.form, system.dep_solver, work.dep_solver,
-                                 system.plan, work.plan, work.q, t, system.tol, system.max_iter)
+    st, it, err = K.position_tracking(aug.form, work.aug.form, system.dep_solver,
+                                      work.dep_solver, system.plan, work.plan, work.q, t,
+                                      system.tol, system.max_iter, held)
     if st != 0:
         work.last[1] = 0.0
     else:

@@ -40,6 +40,7 @@ import numpy as np
 import scipy.sparse as sps
 from scipy.sparse.csgraph import connected_components
 
+from .._jit import INLINED
 from ..formulations import protocol
 from ..kinematics import kernels as K
 from ..linalg import cholesky as C
@@ -265,7 +266,7 @@ def _dense_factor(rows, jac_indptr, jac_indices, minv, pivot_tol, jac, jd, ud, l
     return _dense_factor_body(rows, jac_indptr, jac_indices, minv, pivot_tol, jac, jd, ud, ld)
 
 
-@nb.njit(cache=True, nogil=True, forceinline=True)   # LLVM-inlined: see natural/kernels.py
+@nb.njit(**INLINED)   # LLVM-inlined: see natural/kernels.py
 def _dense_derivative(rows, jac_indptr, jac_indices, minv, pivot_tol, jac, jd, ud, ld, Q, gamma,
                       a, lam, y, ydot):
     """The whole Schur evaluation of a small system in one call: factor, then

@@ -21,8 +21,7 @@ from scipy.sparse.csgraph import structural_rank
 from ..errors import (AssemblyError, ConvergenceError, ModelError, SingularConfigurationError,
                       UnknownNameError)
 from ..linalg.dense import dense_lu
-from ..linalg.sparse import analyse as sparse_analyse
-from ..linalg.sparse import cheapest_ordering
+from ..linalg.sparse import analyse_keeping_order
 from ..linalg.subsystem import extract
 from ..model.compiled import CompiledModel
 from . import kernels as K
@@ -155,16 +154,22 @@ class Kinematics:
     def _warm_up(self):
         """Compile (or load from the cache) the run kernel for these types now, so that the
         wall time of :meth:`simulate` measures the steps, not the compiler (an empty run)."""
-        z1, z2 = np.zeros(1), np.zeros((1, self.f.n_q))
         q = self.q_assembled.copy()
-        if self.engine is not None:
-            self.engine.run(z1, q, z2[0].copy(), z2[0].copy(), 0, 0, self.tol, self.max_iter,
-                            self.fixed, True, (z2, z2.copy(), z2.copy(), z1.copy(),
-                                               np.zeros(1, np.int64)))
-            return
-        K.run(self.data, self.work, self.solver, self.swork, self.plan, self.pw, z1, q, z2[0].copy(),
-              z2[0].copy(), 0, 0, self.tol, self.max_iter, self.fixed, True, z2, z2.copy(),
-              z2.copy(), z1.copy(), np.zeros(1, np.int64))
+        self._run(np.zeros(1), q, np.zeros_like(q), np.zeros_like(q), 0, 0, True,
+                  K.outputs(1, self.f.n_q))
+
+    def _run(self, times, q, qd, qdd, start, stop, extrapolate, outs):
+        """Steps ``start..stop-1`` over ``times`` by the run kernel - the global one or the
+        structural groups' - writing ``outs`` (:func:`.kernels.outputs`): ``(status, step,
+        failed group or -1)``. One-time solutions are one-step runs, so that every analysis
+        compiles one kernel per model type."""
+        if self.engine is None:
+            st, k = K.run(self.data, self.work, self.solver, self.swork, self.plan, self.pw,
+                          times, q, qd, qdd, start, stop, self.tol, self.max_iter, self.fixed,
+                          extrapolate, *outs)
+            return st, k, -1
+        return self.engine.run(times, q, qd, qdd, start, stop, self.tol, self.max_iter,
+                               self.fixed, extrapolate, outs)
 
     def _select_rows(self, q, t) -> np.ndarray:
         """Keep the constraint rows that are independent at q (rank-revealing QR of Phi_q, see
@@ -219,10 +224,8 @@ class Kinematics:
             values = np.zeros(self.nnz)
             _eval_phi_q(self.data, self.work, q, float(t), self.all_rows, values)
             try:  # the cheapest column order, chosen once (kept when re-analysed)
-                if self._ordering is None:
-                    self._ordering = cheapest_ordering(block, values)
-                self.solver, self.swork = sparse_analyse(block, values,
-                                                         orderings=(self._ordering,))
+                self._ordering, (self.solver, self.swork) = analyse_keeping_order(
+                    block, values, self._ordering)
             except RuntimeError:  # SuperLU: "Factor is exactly singular"
                 self._raise(K.SINGULAR, q, t, float(np.abs(self.phi(q, t)).max()))
 
@@ -238,21 +241,17 @@ class Kinematics:
             q = start.copy()
             qd = np.zeros(self.f.n_q)
             qdd = np.zeros(self.f.n_q)
-            if self.engine is None:
-                st, it, err = K.solve_once(self.data, self.work, self.solver, self.swork,
-                                           self.plan, self.pw, q, qd, qdd, float(t), self.tol,
-                                           self.max_iter, self.fixed)
-            else:
-                st, it, err, group = self.engine.solve_once(q, qd, qdd, t, self.tol,
-                                                            self.max_iter, self.fixed)
+            outs = K.outputs(1, self.f.n_q)
+            with blas_threads(self.threads[1]):
+                st, _, group = self._run(np.array([float(t)]), q, qd, qdd, 0, 1, False, outs)
             if st == K.OK:
-                return KinematicState(t, q, qd, qdd, it, err)
+                return KinematicState(t, q, qd, qdd, int(outs[4][0]), float(outs[3][0]))
             if attempt == 0 and self._recoverable(st):
                 self._recover(start, t)
                 continue
             if self.engine is not None:
                 self.engine.fail(st, q, t, group)
-            self._raise(st, q, t, err)
+            self._raise(st, q, t, float(np.abs(self.phi(q, t)[self.rows]).max()))
 
     def _raise(self, st, q, t, err):
         """Turn a failed solve into the right error, naming constraints and time.
@@ -306,8 +305,8 @@ class Kinematics:
         n = int(round((t_end - t0) / dt)) + 1
         times = t0 + dt * np.arange(n)
         nq = self.f.n_q
-        out_q, out_qd, out_qdd = np.zeros((n, nq)), np.zeros((n, nq)), np.zeros((n, nq))
-        out_res, out_iter = np.zeros(n), np.zeros(n, np.int64)
+        outs = K.outputs(n, nq)
+        out_q, out_qd, out_qdd, out_res, out_iter = outs
         q = self.q_assembled.copy()
         qd, qdd = np.zeros(nq), np.zeros(nq)
         chunk = max(1, n // 100) if progress else n
@@ -316,15 +315,8 @@ class Kinematics:
         wall, cpu, proc = _time.perf_counter(), _time.thread_time(), _time.process_time()
         while start < n:
             stop = min(n, start + chunk)
-            outs = (out_q, out_qd, out_qdd, out_res, out_iter)
             with blas_threads(self.threads[1]):
-                if self.engine is None:
-                    st, k = K.run(self.data, self.work, self.solver, self.swork, self.plan,
-                                  self.pw, times, q, qd, qdd, start, stop, self.tol,
-                                  self.max_iter, self.fixed, extrapolate, *outs)
-                else:
-                    st, k, group = self.engine.run(times, q, qd, qdd, start, stop, self.tol,
-                                                   self.max_iter, self.fixed, extrapolate, outs)
+                st, k, group = self._run(times, q, qd, qdd, start, stop, extrapolate, outs)
             if st != K.OK:
                 # a degraded static pivot order (or redundant rows that stopped being
                 # redundant): recover at the last converged state and retry the step;

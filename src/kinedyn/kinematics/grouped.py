@@ -21,11 +21,11 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .._jit import INLINED
 from .._unmanaged import unmanaged
 from ..errors import SingularConfigurationError, SolverError
 from ..linalg.dense import dense_lu
-from ..linalg.sparse import analyse as sparse_analyse
-from ..linalg.sparse import block_diagonal, cheapest_ordering
+from ..linalg.sparse import analyse_keeping_order, block_diagonal
 from ..linalg.subsystem import extract
 from ..parallel.team import private_copy
 from . import kernels as K
@@ -92,9 +92,8 @@ class GroupEngine:
                 s, w = dense_lu(block)
             else:
                 try:  # each group's cheapest column order, chosen once (kept when re-analysed)
-                    if self.orderings[g] is None:
-                        self.orderings[g] = cheapest_ordering(block, values)
-                    s, w = sparse_analyse(block, values, orderings=(self.orderings[g],))
+                    self.orderings[g], (s, w) = analyse_keeping_order(block, values,
+                                                                      self.orderings[g])
                 except RuntimeError:  # SuperLU: "Factor is exactly singular"
                     self.fail(K.SINGULAR, q, t, g)
             solvers.append(s)
@@ -129,13 +128,6 @@ class GroupEngine:
             return (self.level_solvers, self.level_sworks, self.level_plans, self.level_pws,
                     self.level_order)
         return self.solvers, self.sworks, self.plans, self.pws, self.order
-
-    def solve_once(self, q, qd, qdd, t, tol, max_iter, fixed):
-        """Positions, velocities, accelerations at one time: ``(status, iterations, residual,
-        failed group)``."""
-        st, it, err, u = solve_groups_once(self.kin.data, self.kin.work, *self._units(fixed), q,
-                                           qd, qdd, float(t), tol, max_iter, fixed)
-        return st, it, err, self._group_of(u, fixed, q, t)
 
     def run(self, times, q, qd, qdd, start, stop, tol, max_iter, fixed, extrapolate, outs):
         """Steps ``start..stop-1``: ``(status, step, failed group)``."""
@@ -178,7 +170,7 @@ class GroupEngine:
                   constraints=bad + [c for c in others if c not in bad]) from None
 
 
-@nb.njit(cache=True, nogil=True, forceinline=True)
+@nb.njit(**INLINED)
 def _group_pva(data, work, solvers, sworks, plans, pws, g, q, qd, qdd, t, tol, max_iter, fixed,
                track):
     """Position (eq. 1), velocity (eq. 2) and acceleration (eq. 3) of group ``g``
@@ -195,7 +187,7 @@ def _group_pva(data, work, solvers, sworks, plans, pws, g, q, qd, qdd, t, tol, m
                   max_iter, fixed, track)
 
 
-@nb.njit(cache=True, nogil=True, forceinline=True)
+@nb.njit(**INLINED)
 def predict(times, k, cols, q, qd, qdd, out_qdd):
     """Tracking prediction of ``q[cols]`` at step ``k`` from step ``k - 1``: third-order Taylor
     extrapolation, the jerk from the accelerations of the last two steps (as the global run,
@@ -208,24 +200,6 @@ def predict(times, k, cols, q, qd, qdd, out_qdd):
         j = cols[i]
         jerk = qdd[j] - out_qdd[k - 2, j] if k > 1 else 0.0
         q[j] += h * qd[j] + 0.5 * h * h * qdd[j] + c * jerk
-
-
-@nb.njit(cache=True, nogil=True)
-def solve_groups_once(data_, work_, solvers_, sworks_, plans_, pws_, order, q, qd, qdd, t, tol,
-                      max_iter, fixed):
-    data, work, solvers, sworks = unmanaged(data_), unmanaged(work_), unmanaged(solvers_), \
-        unmanaged(sworks_)
-    plans, pws = unmanaged(plans_), unmanaged(pws_)
-    it_max, err_max = 0, 0.0
-    for i in range(order.shape[0]):
-        g = order[i]
-        st, it, err = _group_pva(data, work, solvers, sworks, plans, pws, g, q, qd, qdd, t, tol,
-                                 max_iter, fixed, False)
-        if st != K.OK:
-            return st, it, err, g
-        it_max = max(it_max, it)
-        err_max = max(err_max, err)
-    return K.OK, it_max, err_max, -1
 
 
 @nb.njit(cache=True, nogil=True)

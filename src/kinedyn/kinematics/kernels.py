@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from .._jit import INLINED
 from .._unmanaged import unmanaged
 from ..formulations import protocol
 
@@ -31,7 +32,7 @@ CHORD_RATE = 0.25  # chord iterations continue while each cuts the residual at l
 # the per-step problems are inlined by LLVM into the loops that call them (a run, a structural
 # group, a dynamics method): a real call passing the formulation's NamedTuples cost more than the
 # arithmetic of a small group (Stewart platform: 88 -> 60 us per global step, groups 122 -> 81)
-_STEP = dict(cache=True, nogil=True, forceinline=True)
+_STEP = INLINED
 
 
 class Plan(NamedTuple):
@@ -67,6 +68,13 @@ def make_plan(jac_indptr, jac_indices, rows, cols) -> Plan:
 def make_plan_work(plan: Plan, nnz: int) -> PlanWork:
     n = len(plan.rows)
     return PlanWork(np.zeros(n), np.zeros(n), np.zeros(nnz))
+
+
+def outputs(n_rows: int, n: int) -> tuple:
+    """``(out_q, out_qd, out_qdd, out_res, out_iter)`` of :func:`run` for ``n_rows`` steps of
+    ``n`` coordinates."""
+    return (np.zeros((n_rows, n)), np.zeros((n_rows, n)), np.zeros((n_rows, n)),
+            np.zeros(n_rows), np.zeros(n_rows, np.int64))
 
 
 @nb.njit(cache=True, nogil=True)
@@ -132,7 +140,7 @@ def position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, evaluated
 
 
 @nb.njit(**_STEP)
-def position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter):
+def position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter, chord=True):
     """Position problem along a trajectory: chord (modified Newton) iterations with the
     factorisation the solver already holds - the Jacobian at the previous step's solution -
     then one factorisation at the solution for the velocity and acceleration problems.
@@ -144,11 +152,13 @@ def position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter):
     the Jacobian), it continues with full Newton-Raphson (:func:`position`) from there.
     After a chord update Phi and Phi_q are evaluated together (one pass; Phi_q is needed
     there whether the iteration has converged or continues with Newton-Raphson).
-    Same statuses and return values as :func:`position`.
+    ``chord`` False (no factorisation held): Newton-Raphson from the start. Same statuses and
+    return values as :func:`position`, which has this one call site so that the kernels that
+    inline it hold one copy (compile time).
     """
     it = 0
     prev = np.inf
-    while True:
+    while chord:
         if it == 0:
             protocol.calc_phi(data, work, q, t, plan.rows, pw.phi)
         else:
@@ -161,12 +171,13 @@ def position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter):
                 protocol.calc_phi_q(data, work, q, t, plan.rows, pw.values)
             return protocol.factorize(solver, swork, pw.values), it, err
         if it >= max_iter or err > CHORD_RATE * prev:
-            st, more, err = position(data, work, solver, swork, plan, pw, q, t, tol,
-                                     max_iter - it, it > 0)
-            return st, it + more, err
+            break
         prev = err
         newton_update(solver, swork, plan, pw, q)
         it += 1
+    st, more, err = position(data, work, solver, swork, plan, pw, q, t, tol, max_iter - it,
+                             it > 0)
+    return st, it + more, err
 
 
 @nb.njit(**_STEP)
@@ -205,10 +216,11 @@ def acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t):
 
 
 @nb.njit(**_STEP)
-def paper_step(data, work, solver, swork, plan, pw, q, qd, qdd, t, tol, n_iter):
+def paper_step(data, work, solver, swork, plan, pw, q, qd, t, tol, n_iter):
     """The Group Equations paper's step (Algorithm 1, lines 4-5, with tEnd2 = ``n_iter``):
-    exactly ``n_iter`` Newton-Raphson iterations (eq. 1) from q, then velocities (eq. 2) and
-    accelerations (eq. 3), with **one factorisation per iteration and none more**.
+    exactly ``n_iter`` Newton-Raphson iterations (eq. 1) from q, then velocities (eq. 2) - and
+    accelerations (eq. 3), which :func:`step` solves after it - with **one factorisation per
+    iteration and none more**.
 
     Each iteration factorises Phi_phi at its own iterate q_k and corrects q. The last
     factorisation, of Phi_phi(q_{n-1}) - the Jacobian the last correction used - also serves
@@ -241,7 +253,6 @@ def paper_step(data, work, solver, swork, plan, pw, q, qd, qdd, t, tol, n_iter):
                 qd[plan.cols[i]] = pw.phi[i]
         for i in range(plan.cols.shape[0]):
             q[plan.cols[i]] += pw.rhs[i]
-    acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t)
     return OK, n_iter, err
 
 
@@ -250,15 +261,16 @@ def step(data, work, solver, swork, plan, pw, q, qd, qdd, t, tol, max_iter, fixe
     """Positions, velocities and accelerations of the plan's columns at time t from q: the
     paper's step with ``fixed`` (:func:`paper_step`); else converged to ``tol``, by chord
     iterations when ``track`` (the solver holds the factorisation of the previous step,
-    :func:`position_tracking`) or Newton-Raphson. Returns ``(status, iterations, residual)``."""
+    :func:`position_tracking`) or Newton-Raphson. Returns ``(status, iterations, residual)``.
+    Every sub-problem has one call site here: they are all inlined (compile time)."""
     if fixed:
-        return paper_step(data, work, solver, swork, plan, pw, q, qd, qdd, t, tol, max_iter)
-    if track:
-        st, it, err = position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter)
+        st, it, err = paper_step(data, work, solver, swork, plan, pw, q, qd, t, tol, max_iter)
     else:
-        st, it, err = position(data, work, solver, swork, plan, pw, q, t, tol, max_iter)
+        st, it, err = position_tracking(data, work, solver, swork, plan, pw, q, t, tol,
+                                        max_iter, track)
+        if st == OK:
+            velocity(data, work, solver, swork, plan, pw, q, qd, t)
     if st == OK:
-        velocity(data, work, solver, swork, plan, pw, q, qd, t)
         acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t)
     return st, it, err
 
@@ -311,9 +323,3 @@ def run(data_, work_, solver_, swork_, plan_, pw_, times, q, qd, qdd, start, sto
         out_res[k] = err
         out_iter[k] = it
     return OK, stop
-
-
-@nb.njit(cache=True, nogil=True)
-def solve_once(data, work, solver, swork, plan, pw, q, qd, qdd, t, tol, max_iter, fixed):
-    """Position, velocity and acceleration at one time (entry point from Python)."""
-    return step(data, work, solver, swork, plan, pw, q, qd, qdd, t, tol, max_iter, fixed, False)

@@ -82,12 +82,15 @@ def analyse(block: Block, sample_values: np.ndarray, pivot_tol: float = 1e-10,
                      orderings)[1]
 
 
-def cheapest_ordering(block: Block, sample_values: np.ndarray, orderings=ORDERINGS) -> str:
-    """The name of the cheapest column order for ``block`` at ``sample_values`` (see
-    :func:`analyse`). A caller that re-analyses during a run (a degraded pivot) keeps this
-    order: whether a singular configuration shows as a vanishing static pivot depends on the
-    order, so it must not change with the values at the point of failure."""
-    return _cheapest(block, sample_values, 1e-10, 0.1, 1e3, orderings)[0]
+def analyse_keeping_order(block: Block, sample_values: np.ndarray, ordering: str | None = None):
+    """``(order, (solver, work))``: :func:`analyse` in the given column ``ordering``, or, when
+    it is None (the first analysis), in the cheapest of :data:`ORDERINGS` - each analysed once,
+    the cheapest one's analysis returned with its name. A caller that re-analyses during a run
+    (a degraded pivot) passes the name back: whether a singular configuration shows as a
+    vanishing static pivot depends on the order, so it must not change with the values at the
+    point of failure."""
+    return _cheapest(block, sample_values, 1e-10, 0.1, 1e3,
+                     ORDERINGS if ordering is None else (ordering,))
 
 
 def _cheapest(block, sample_values, pivot_tol, diag_pivot_thresh, growth_limit, orderings):

@@ -345,7 +345,8 @@ def record_outputs(q, qd, out):
 '''
 
 _EMBEDDED = '''
-@njit(cache=True, forceinline=True)   # inlined by LLVM into embedded_rhs
+@njit(cache=True, forceinline=True, no_cpython_wrapper=True,
+      no_cfunc_wrapper=True)   # inlined by LLVM into embedded_rhs (see kinedyn._jit)
 def projected_system(B, MB, Mz, F, A, rhs):
     """A = B^T M B and rhs = B^T (F - M z) of eq. 2.28 from MB = M B and Mz = M z (A is
     symmetric: its upper triangle is computed and mirrored)."""
@@ -363,7 +364,8 @@ def projected_system(B, MB, Mz, F, A, rhs):
             A[b, a] = v
 
 
-@njit(cache=True, forceinline=True)   # inlined by LLVM into embedded_rhs
+@njit(cache=True, forceinline=True, no_cpython_wrapper=True,
+      no_cfunc_wrapper=True)   # inlined by LLVM into embedded_rhs (see kinedyn._jit)
 def accelerations(B, z, qdd_i, qd, qdd, qi_dot, qi_ddot):
     """qdd = B qdd_i + z (every coordinate) and the independent state's derivative."""
     nf = IND.shape[0]

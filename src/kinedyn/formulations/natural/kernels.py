@@ -23,10 +23,13 @@ made the Stewart platform's phi about 4x slower).
 """
 from __future__ import annotations
 
+import types
+
 import numba as nb
 import numpy as np
 from numba.extending import overload
 
+from ..._jit import INLINED
 from ...model.tape import eval_program
 from .. import protocol
 from .data import NaturalData
@@ -38,7 +41,7 @@ _WORKER = dict(cache=True, nogil=True)                   # workers with loops: p
 # ~25 arrays cost more than a small model's arithmetic (idle AMD EPYC, RK4, dt = 1e-3: double
 # pendulum 2.14 -> 0.88 us per step, four-bar 2.39 -> 1.24 (augmented), 3.07 -> 2.36
 # (projection); first compilation of the double-pendulum kernel 197 -> 212 s)
-_INLINED_WORKER = dict(cache=True, nogil=True, forceinline=True)
+_INLINED_WORKER = INLINED
 _WRAP = dict(cache=True, nogil=True, inline="always")    # loop-free wrappers unpacking tuples
 _LEAF = dict(cache=True, nogil=True, inline="always")    # tiny leaf helpers called per row
 
@@ -263,38 +266,44 @@ def _phi_jac_w(E, mark, con_kind, con_comp, con_value, con_fn, indptr, jc_start,
                     values[p + 2] += a * g[s, 2]
 
 
+def _copy_named(f, name: str):
+    """``f`` as a new function called ``name``: Numba files a dispatcher's cache under the
+    function's qualified name and first line, so two dispatchers of one function would load
+    each other's machine code (and with it the other's inlining attribute)."""
+    g = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
+    g.__qualname__ = name
+    return g
+
+
 # The same worker inlined: the Jacobian alone (index-1 dynamics, 4 evaluations per RK4 step).
 # Phi with Phi_q (the kinematics' Newton iterations) keeps the call: inlined there too, the
 # paper's Stewart step measured 1-8 % slower (5 alternated pairs; 1-2 % slower as it is now).
-_phi_jac_w_inlined = nb.njit(**_INLINED_WORKER)(_phi_jac_w.py_func)
+_jac_w_inlined = nb.njit(**_INLINED_WORKER)(_copy_named(_phi_jac_w.py_func, "_jac_w_inlined"))
 
 
 @nb.njit(**_WRAP)
-def _phi_jac(data, work, q, t, rows, phi, values, want_phi, want_jac):
+def _phi_jac_args(data, work, q, t, rows, phi, values, want_phi, want_jac):
+    """The arguments of :func:`_phi_jac_w` (after updating the time functions)."""
     _time(data, work, t)
-    args = (_ents(data, work, work.ent, work.stamp), _next_mark(work), data.con_kind,
+    return (_ents(data, work, work.ent, work.stamp), _next_mark(work), data.con_kind,
             data.con_comp, data.con_value, data.con_fn, data.jac_indptr, data.jc_start,
             data.jc_slot, data.jc_term, data.jc_pos, data.jc_first, data.jac_const, data.ent_alpha,
             data.ent_beta, work.fval, work.ev, work.g, q, rows, phi, values, want_phi, want_jac)
-    if want_phi:
-        _phi_jac_w(*args)
-    else:
-        _phi_jac_w_inlined(*args)
 
 
 @nb.njit(**_WRAP)
 def natural_phi(data, work, q, t, rows, phi):
-    _phi_jac(data, work, q, t, rows, phi, work.nothing, True, False)
+    _phi_jac_w(*_phi_jac_args(data, work, q, t, rows, phi, work.nothing, True, False))
 
 
 @nb.njit(**_WRAP)
 def natural_phi_q(data, work, q, t, rows, values):
-    _phi_jac(data, work, q, t, rows, work.nothing, values, False, True)
+    _jac_w_inlined(*_phi_jac_args(data, work, q, t, rows, work.nothing, values, False, True))
 
 
 @nb.njit(**_WRAP)
 def natural_phi_and_phi_q(data, work, q, t, rows, phi, values):
-    _phi_jac(data, work, q, t, rows, phi, values, True, True)
+    _phi_jac_w(*_phi_jac_args(data, work, q, t, rows, phi, values, True, True))
 
 
 @nb.njit(**_WORKER)
