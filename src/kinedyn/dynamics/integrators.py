@@ -46,8 +46,8 @@ def step(system, work, y, t, dt, method, n_pos, second_order, scratch):
     Inlined into its callers: a real call that receives the method's NamedTuples cost 5 us per
     step on the four-bar (measured), more than the four derivative evaluations of RK4. The
     derivative has a single call site, in a loop over the stages, because every call site is
-    inlined whole: one site instead of five cut the compilation of each whole-run kernel by
-    (see docs/architecture.md) at no measurable cost per step.
+    inlined whole: one site instead of five halved the compilation of each whole-run kernel
+    and made the steps faster (docs/architecture.md).
     """
     n = y.shape[0]
     yt = scratch[4]
@@ -132,9 +132,3 @@ def integrate_fixed(system_, work_, y_, t0, dt, n_steps, method, n_pos, second_o
 def eval_state_derivative(system, work, y, t, ydot):
     """The state derivative callable from Python (adaptive SciPy reference integrators)."""
     return protocol.calc_state_derivative(system, work, y, t, ydot)
-
-
-@nb.njit(cache=True, nogil=True)
-def step_once(system, work, y, t, dt, method, n_pos, second_order, scratch):
-    """One step callable from Python (real-time runners that pace each step)."""
-    return step(system, work, y, t, dt, method, n_pos, second_order, scratch)

@@ -43,7 +43,7 @@ _WORKER = dict(cache=True, nogil=True)                   # workers with loops: p
 # (projection); first compilation of the double-pendulum kernel 197 -> 212 s)
 _INLINED_WORKER = INLINED
 _WRAP = dict(cache=True, nogil=True, inline="always")    # loop-free wrappers unpacking tuples
-_LEAF = dict(cache=True, nogil=True, inline="always")    # tiny leaf helpers called per row
+_LEAF = INLINED                                         # tiny leaf helpers called per row
 
 
 @nb.njit(**_LEAF)

@@ -22,14 +22,16 @@ import numba as nb
 import numpy as np
 from numba.extending import overload
 
+from ..._jit import INLINED
 from ...model.tape import eval_tape
 from .. import protocol
 from .data import DDIST, DIST, DOT, DOTD, DRIVE, POINT, RelativeData
 
 #: reassociation lets LLVM vectorise the short dot products (results change in the last bits)
 _JIT = dict(cache=True, nogil=True, fastmath={"reassoc", "contract"})
-_LEAF = dict(cache=True, nogil=True, inline="always")
-_WRAP = _LEAF  # takes the NamedTuples: inlined, so no member is copied or ref-counted
+_LEAF = INLINED  # small array helpers: inlined by LLVM (kinedyn._jit)
+_WRAP = dict(cache=True, nogil=True, inline="always")  # takes the NamedTuples: inlined, so no
+# member is copied or ref-counted
 
 
 # ---- small vector helpers ------------------------------------------------------------------
