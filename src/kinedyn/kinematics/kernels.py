@@ -140,7 +140,7 @@ def position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, evaluated
 
 
 @nb.njit(**_STEP)
-def position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter, chord=True):
+def position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter, chord):
     """Position problem along a trajectory: chord (modified Newton) iterations with the
     factorisation the solver already holds - the Jacobian at the previous step's solution -
     then one factorisation at the solution for the velocity and acceleration problems.

@@ -30,8 +30,8 @@ from .data import DDIST, DIST, DOT, DOTD, DRIVE, POINT, RelativeData
 #: reassociation lets LLVM vectorise the short dot products (results change in the last bits)
 _JIT = dict(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 _LEAF = INLINED  # small array helpers: inlined by LLVM (kinedyn._jit)
-_WRAP = dict(cache=True, nogil=True, inline="always")  # takes the NamedTuples: inlined, so no
-# member is copied or ref-counted
+# takes the NamedTuples: inlined as Numba IR, so no member is copied or ref-counted
+_WRAP = dict(cache=True, nogil=True, inline="always")
 
 
 # ---- small vector helpers ------------------------------------------------------------------
