@@ -103,7 +103,7 @@ def test_paper_step_by_level_gives_each_groups_arithmetic():
         m = get(name).compile()
         kw = dict(strategy="groups", fixed_iterations=True, max_iter=2)
         kin = Kinematics(m, **kw)
-        assert kin.engine._by_level(True) and len(kin.engine.level_plans) == 2
+        assert kin.engine._by_level(True) and len(kin.engine.levels.plans) == 2
         serial = kin.simulate(0.3, 0.01)
         par = Kinematics(m, threads=(2, 1), **kw).simulate(0.3, 0.01)
         for field in ("q", "qd", "qdd"):

@@ -55,8 +55,8 @@ def _copy_joints(joints, lo, hi, n, src, dst):
 
 
 @nb.njit(cache=True, nogil=True)
-def team_worker(data_, work_, plan_, w, sync, y_, dt, n_steps, method, record_every, out_,
-                scratch_, status):
+def team_worker(data_, work_, plan_, w, sync_, y_, dt, n_steps, method, record_every, out_,
+                scratch_, status_):
     """Worker ``w``: ``n_steps`` steps of ``method`` from ``y`` (in place); rows of ``out``
     (``n_steps // record_every + 1``, row 0 filled by the caller) receive its joints' states.
     ``scratch (6, 2 n_j)``: k1..k4, trial state, saved state; with ``method = DERIVATIVE``
@@ -64,6 +64,7 @@ def team_worker(data_, work_, plan_, w, sync, y_, dt, n_steps, method, record_ev
     ``status[w] = (status, steps done)``; on failure ``y`` is the state before the failed step."""
     data, work, plan = unmanaged(data_), unmanaged(work_), unmanaged(plan_)
     y, out, scratch = unmanaged(y_), unmanaged(out_), unmanaged(scratch_)
+    sync, status = unmanaged(sync_), unmanaged(status_)  # shared: no reference counts to bounce
     n = data.n_j
     own, own_lo, own_hi = plan.joints, plan.joint_ptr[w], plan.joint_ptr[w + 1]
     saved = scratch[5]

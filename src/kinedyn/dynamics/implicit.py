@@ -257,10 +257,11 @@ _step_c = nb.njit(cache=True, nogil=True)(_step)
 
 
 @nb.njit(cache=True, nogil=True)
-def hht_run(s_, w_, q, qd, t0, h, n_steps, record_every, out):
+def hht_run(s_, w_, q_, qd_, t0, h, n_steps, record_every, out_):
     """``n_steps`` HHT steps from (q, qd) at t0 (updated in place); records [q; qd] every
     ``record_every`` steps into out[1:], returns (status, steps done)."""
     s, w = unmanaged(s_), unmanaged(w_)
+    q, qd, out = unmanaged(q_), unmanaged(qd_), unmanaged(out_)
     n = s.n_q
     for k in range(n_steps):
         st = _step_c(s, w, q, qd, t0 + k * h, h)

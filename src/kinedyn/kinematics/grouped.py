@@ -53,21 +53,36 @@ class GroupEngine:
         self.blocks = tuple(extract(ptr, ind, g.equations, g.unknowns) for g in gs.groups)
         self.order = np.array([k for level in gs.levels for k in level], np.int64)
         # the paper's step with the sparse solver: each DAG level's groups as one
-        # block-diagonal system (same arithmetic, one pass per level; see run)
+        # block-diagonal system (same arithmetic, one pass per level; see _by_level)
         self.level_groups = [tuple(sorted(level)) for level in gs.levels]
-        self.level_plans = self.level_pws = None
-        if solver == "sparse":
-            cat = lambda attr, lv: [i for g in lv for i in getattr(gs.groups[g], attr)]  # noqa: E731
-            self.level_plans = tuple(K.make_plan(ptr, ind, cat("equations", lv), cat("unknowns", lv))
-                                     for lv in self.level_groups)
-            self.level_pws = tuple(K.PlanWork(np.zeros(len(p.rows)), np.zeros(len(p.rows)),
-                                              self.values) for p in self.level_plans)
-            self.level_order = np.arange(len(self.level_groups), dtype=np.int64)
+        self.levels = (self.units(self.level_groups, [self.values] * len(gs.levels))
+                       if solver == "sparse" else None)
         self.orderings = [None] * len(gs.groups)  # sparse: each group's column order
         self.runner = None
         if outer > 1:
             from .threads import ThreadedRunner
             self.runner = ThreadedRunner(self, outer)
+
+    def units(self, unit_groups, values, zeros=np.zeros) -> "Units":
+        """:class:`Units` solving each tuple of independent groups of ``unit_groups`` as one
+        block-diagonal system, unit ``i`` on the Jacobian values array ``values[i]``, its
+        scratch from ``zeros`` (the threads: :func:`~kinedyn.parallel.team.private_zeros`);
+        the solvers are set by :meth:`build`."""
+        ptr, ind = self.kin.data.jac_indptr, self.kin.data.jac_indices
+        plans, pws = [], []
+        for u, vals in zip(unit_groups, values):
+            rows = [r for g in u for r in self.groups[g].equations]
+            plans.append(K.make_plan(ptr, ind, rows, [c for g in u for c in self.groups[g].unknowns]))
+            pws.append(K.PlanWork(zeros(len(rows)), zeros(len(rows)), vals))
+        return Units(list(unit_groups), tuple(plans), tuple(pws))
+
+    def _unit_solvers(self, units: "Units") -> None:
+        """Each unit's solver: the block-diagonal combination of its groups' analyses
+        (:func:`kinedyn.linalg.sparse.block_diagonal`), scratch in cache lines of its own."""
+        parts = [block_diagonal((self.solvers[g], self.sworks[g]) for g in u)
+                 for u in units.groups]
+        units.solvers = tuple(s for s, _ in parts)
+        units.sworks = tuple(private_copy(w) for _, w in parts)
 
     def close(self):
         """Stop the worker threads (if any)."""
@@ -99,11 +114,9 @@ class GroupEngine:
             solvers.append(s)
             sworks.append(private_copy(w))  # threads factorise groups side by side
         self.solvers, self.sworks = tuple(solvers), tuple(sworks)
-        if self.level_plans is not None:
-            levels = [block_diagonal((solvers[g], sworks[g]) for g in lv)
-                      for lv in self.level_groups]
-            self.level_solvers = tuple(s for s, _ in levels)
-            self.level_sworks = tuple(w for _, w in levels)
+        for units in (self.levels, self.runner and self.runner.units):
+            if units is not None:
+                self._unit_solvers(units)
 
     def _by_level(self, fixed) -> bool:
         """Whether a serial run of this mode solves whole DAG levels (the paper's step, sparse).
@@ -120,13 +133,13 @@ class GroupEngine:
         every group does exactly ``max_iter`` iterations, so the level does too; converged
         runs keep each group's own iteration count (per group, as the threads do).
         """
-        return bool(fixed) and self.level_plans is not None
+        return bool(fixed) and self.levels is not None
 
     def _units(self, fixed):
         """(solvers, works, plans, plan works, order) of what a serial run solves in turn."""
         if self._by_level(fixed):
-            return (self.level_solvers, self.level_sworks, self.level_plans, self.level_pws,
-                    self.level_order)
+            lv = self.levels
+            return lv.solvers, lv.sworks, lv.plans, lv.pws, np.arange(len(lv.groups))
         return self.solvers, self.sworks, self.plans, self.pws, self.order
 
     def run(self, times, q, qd, qdd, start, stop, tol, max_iter, fixed, extrapolate, outs):
@@ -138,18 +151,17 @@ class GroupEngine:
         st, k, u = run_groups(self.kin.data, self.kin.work, solvers, sworks, plans, pws, order,
                               times, q, qd, qdd, start, stop, tol, max_iter, fixed,
                               extrapolate, *outs)
-        return st, k, self._group_of(u, fixed, q, times[min(k, len(times) - 1)])
+        t = times[min(k, len(times) - 1)]
+        return st, k, (self.worst_group(self.levels.groups[u], q, t)
+                       if u >= 0 and self._by_level(fixed) else u)
 
-    def _group_of(self, u, fixed, q, t) -> int:
-        """The group that failed in unit ``u`` of a serial run (a whole level: its group with
-        the largest residual at q)."""
-        if u < 0 or not self._by_level(fixed):
-            return u
-        level = self.level_groups[u]
-        if len(level) == 1:
-            return level[0]
+    def worst_group(self, groups, q, t) -> int:
+        """The one of ``groups`` (a unit that failed as a whole) with the largest residual
+        at q."""
+        if len(groups) == 1:
+            return groups[0]
         phi = np.abs(self.kin.phi(q, t))
-        return max(level, key=lambda g: phi[list(self.groups[g].equations)].max())
+        return max(groups, key=lambda g: phi[list(self.groups[g].equations)].max())
 
     def fail(self, st, q, t, g):
         """Raise the error of a failed group, naming the group and its worst constraints."""
@@ -168,6 +180,16 @@ class GroupEngine:
             cls, detail = SingularConfigurationError, "the group's Jacobian block is singular"
         raise cls(f"{self.name(g)}: {detail}", time=t,
                   constraints=bad + [c for c in others if c not in bad]) from None
+
+
+class Units:
+    """Independent structural groups solved together, each tuple of ``groups`` as one
+    block-diagonal system (:meth:`GroupEngine._by_level`): its plan and plan work, and - after
+    :meth:`GroupEngine.build` - its solver and solver work."""
+
+    def __init__(self, groups, plans, pws):
+        self.groups, self.plans, self.pws = groups, plans, pws
+        self.solvers = self.sworks = None
 
 
 @nb.njit(**INLINED)
@@ -203,15 +225,19 @@ def predict(times, k, cols, q, qd, qdd, out_qdd):
 
 
 @nb.njit(cache=True, nogil=True)
-def run_groups(data_, work_, solvers_, sworks_, plans_, pws_, order, times, q, qd, qdd,
-               start, stop, tol, max_iter, fixed, extrapolate, out_q, out_qd, out_qdd, out_res,
-               out_iter):
+def run_groups(data_, work_, solvers_, sworks_, plans_, pws_, order_, times_, q_, qd_, qdd_,
+               start, stop, tol, max_iter, fixed, extrapolate, out_q_, out_qd_, out_qdd_,
+               out_res_, out_iter_):
     """Steps ``start..stop-1`` unit by unit in ``order`` - structural groups, or whole DAG
     levels in the paper's step (:meth:`GroupEngine._by_level`) - (see :func:`.kernels.run` for
     the tracking). Returns ``(status, step, failing unit)``."""
     data, work, solvers, sworks = unmanaged(data_), unmanaged(work_), unmanaged(solvers_), \
         unmanaged(sworks_)
     plans, pws = unmanaged(plans_), unmanaged(pws_)
+    order, times, q, qd, qdd = unmanaged(order_), unmanaged(times_), unmanaged(q_), \
+        unmanaged(qd_), unmanaged(qdd_)
+    out_q, out_qd, out_qdd = unmanaged(out_q_), unmanaged(out_qd_), unmanaged(out_qdd_)
+    out_res, out_iter = unmanaged(out_res_), unmanaged(out_iter_)
     for k in range(start, stop):
         t = times[k]
         if extrapolate:  # every coordinate at once (the threads: each its groups', same values)

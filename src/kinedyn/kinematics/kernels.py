@@ -295,8 +295,8 @@ def predict(times, k, q, qd, qdd, out_qdd):
 
 
 @nb.njit(cache=True, nogil=True)
-def run(data_, work_, solver_, swork_, plan_, pw_, times, q, qd, qdd, start, stop, tol, max_iter,
-        fixed, extrapolate, out_q, out_qd, out_qdd, out_res, out_iter):
+def run(data_, work_, solver_, swork_, plan_, pw_, times_, q_, qd_, qdd_, start, stop, tol, max_iter,
+        fixed, extrapolate, out_q_, out_qd_, out_qdd_, out_res_, out_iter_):
     """Steps ``start..stop-1`` of a kinematic simulation over ``times``.
 
     ``q, qd, qdd`` hold the state of step ``start - 1`` (or the assembled guess when
@@ -311,6 +311,9 @@ def run(data_, work_, solver_, swork_, plan_, pw_, times, q, qd, qdd, start, sto
     """
     data, work, solver, swork = unmanaged(data_), unmanaged(work_), unmanaged(solver_), unmanaged(swork_)
     plan, pw = unmanaged(plan_), unmanaged(pw_)
+    times, q, qd, qdd = unmanaged(times_), unmanaged(q_), unmanaged(qd_), unmanaged(qdd_)
+    out_q, out_qd, out_qdd = unmanaged(out_q_), unmanaged(out_qd_), unmanaged(out_qdd_)
+    out_res, out_iter = unmanaged(out_res_), unmanaged(out_iter_)
     for k in range(start, stop):
         t = times[k]
         if extrapolate:

@@ -4,18 +4,20 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .._unmanaged import unmanaged
 from ..formulations import protocol
 from ..io.results import Results
 
 
 @nb.njit(cache=True)
-def residual_history(data, work, times, Q, QD, QDD, rows, indptr, indices, out):
-    """out[k] = max |Phi|, max |Phi_q qd + Phi_t|, max |Phi_q qdd - gamma| at step k."""
+def _residual_history(data_, work_, times_, Q_, QD_, QDD_, rows_, indptr_, indices_, scratch_,
+                      values_, out_):
+    data, work, times, Q, QD, QDD = unmanaged(data_), unmanaged(work_), unmanaged(times_), \
+        unmanaged(Q_), unmanaged(QD_), unmanaged(QDD_)
+    rows, indptr, indices = unmanaged(rows_), unmanaged(indptr_), unmanaged(indices_)
+    scratch, values, out = unmanaged(scratch_), unmanaged(values_), unmanaged(out_)
     n_c = rows.shape[0]
-    phi = np.zeros(n_c)
-    pt = np.zeros(n_c)
-    gam = np.zeros(n_c)
-    values = np.zeros(indices.shape[0])
+    phi, pt, gam = scratch[0], scratch[1], scratch[2]
     for k in range(times.shape[0]):
         t = times[k]
         protocol.calc_phi(data, work, Q[k], t, rows, phi)
@@ -38,6 +40,13 @@ def residual_history(data, work, times, Q, QD, QDD, rows, indptr, indices, out):
         out[k, 0] = rp
         out[k, 1] = rv
         out[k, 2] = ra
+
+
+def residual_history(data, work, times, Q, QD, QDD, rows, indptr, indices, out):
+    """out[k] = max |Phi|, max |Phi_q qd + Phi_t|, max |Phi_q qdd - gamma| at step k (compiled,
+    on unmanaged views: no reference counting per step, see :mod:`kinedyn._unmanaged`)."""
+    _residual_history(data, work, times, Q, QD, QDD, rows, indptr, indices,
+                      np.zeros((3, len(rows))), np.zeros(len(indices)), out)
 
 
 RESIDUAL_CHANNELS = ("residual.position", "residual.velocity", "residual.acceleration")
