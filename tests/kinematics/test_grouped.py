@@ -97,7 +97,7 @@ def test_threads_take_consecutive_groups():
 
 def test_paper_step_by_level_gives_each_groups_arithmetic():
     """The paper's step, sparse: a serial run solves each DAG level's independent groups as one
-    block-diagonal system, the threads group by group - the same arithmetic, so the same
+    block-diagonal system, each thread its share of a level - the same arithmetic, so the same
     results bit for bit (scissor platform: legs of 30 coordinates)."""
     for name in ("stewart-paper", "scissor-platform-6x1"):
         m = get(name).compile()
@@ -105,9 +105,18 @@ def test_paper_step_by_level_gives_each_groups_arithmetic():
         kin = Kinematics(m, **kw)
         assert kin.engine._by_level(True) and len(kin.engine.levels.plans) == 2
         serial = kin.simulate(0.3, 0.01)
-        par = Kinematics(m, threads=(2, 1), **kw).simulate(0.3, 0.01)
+        threaded = Kinematics(m, threads=(2, 1), **kw)
+        r = threaded.engine.runner  # each worker's share of a level is one unit
+        for w in range(2):
+            for lv, level in enumerate(kin.engine.level_groups):
+                a = w * r.n_levels + lv
+                mine = tuple(r.assign[r.assign_ptr[a]:r.assign_ptr[a + 1]])
+                units = [r.units.groups[u] for u in r.unit_assign[r.unit_ptr[a]:r.unit_ptr[a + 1]]]
+                assert units == ([mine] if mine else []) and set(mine) <= set(level)
+        par = threaded.simulate(0.3, 0.01)
         for field in ("q", "qd", "qdd"):
             np.testing.assert_array_equal(getattr(par, field), getattr(serial, field))
+        threaded.engine.close()
 
 
 def test_threaded_failure_names_group():
@@ -118,6 +127,18 @@ def test_threaded_failure_names_group():
     with pytest.raises(kd_errors.SolverError, match=r"structural group G\d") as e:
         kin.simulate(0.5, 0.25)  # far too coarse a step for 3 iterations
     assert e.value.time is not None and e.value.constraints
+
+
+def test_a_failed_unit_names_its_worst_group():
+    """A unit of several groups (a level, a worker's share) fails as a whole: the error names
+    its group with the largest residual."""
+    kin = Kinematics(get("stewart-paper").compile(), strategy="groups")
+    e = kin.engine
+    legs = e.level_groups[1]
+    q = kin.q_assembled.copy()
+    q[e.groups[legs[4]].unknowns[0]] += 0.1
+    assert e.worst_group(legs, q, 0.0) == legs[4]
+    assert e.worst_group(legs[:2], q, 0.0) in legs[:2] and e.worst_group((legs[3],), q, 0.0) == legs[3]
 
 
 def test_outer_threads_need_groups():

@@ -119,19 +119,21 @@ class GroupEngine:
                 self._unit_solvers(units)
 
     def _by_level(self, fixed) -> bool:
-        """Whether a serial run of this mode solves whole DAG levels (the paper's step, sparse).
+        """Whether a run of this mode solves units of independent groups (the paper's step,
+        sparse): a serial run whole DAG levels (:attr:`levels`), a threaded run each worker's
+        share of a level (``ThreadedRunner.units``).
 
         The groups of a level are independent (none reads another's coordinates), so their
         blocks of Phi_phi form a block-diagonal matrix whose factors are the groups' own
-        (:func:`kinedyn.linalg.sparse.block_diagonal`): the level's Phi, Phi_phi, Phi_t and
+        (:func:`kinedyn.linalg.sparse.block_diagonal`): the unit's Phi, Phi_phi, Phi_t and
         gamma in one pass over its rows, one factorisation, one solution - entry for entry the
-        arithmetic of each group, as the threaded run does it group by group (bit-identical
-        results). With the groups' pivot rows interleaved, their chains of dependent
+        arithmetic of each group, however the groups are cut into units (serial and threaded
+        results bit-identical). With the groups' pivot rows interleaved, their chains of dependent
         operations (pivot after pivot, multiply-add after multiply-add) overlap instead of
         running one group after the other (docs/group-equations.md, third round: Stewart
         platform 7.1 -> 5.9 us per step on a loaded machine). In the paper's step
-        every group does exactly ``max_iter`` iterations, so the level does too; converged
-        runs keep each group's own iteration count (per group, as the threads do).
+        every group does exactly ``max_iter`` iterations, so the unit does too; converged
+        runs keep each group's own iteration count (group by group, serial and threaded).
         """
         return bool(fixed) and self.levels is not None
 

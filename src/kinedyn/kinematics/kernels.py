@@ -307,7 +307,9 @@ def run(data_, work_, solver_, swork_, plan_, pw_, times_, q_, qd_, qdd_, start,
     iterations, as in the paper - then velocities and accelerations, and writes row ``k``.
     With ``fixed`` each step is the paper's (:func:`paper_step`: ``max_iter`` Newton
     iterations, one factorisation each, the last one reused for velocities and accelerations).
-    Returns ``(status, step)``: the first failing step, or ``stop``.
+    Returns ``(status, step)``: the first failing step, or ``stop``. Every array is used
+    through an unmanaged view: the inlined sub-problems would otherwise count references to
+    q, qd, qdd atomically about 30 times per step (docs/architecture.md).
     """
     data, work, solver, swork = unmanaged(data_), unmanaged(work_), unmanaged(solver_), unmanaged(swork_)
     plan, pw = unmanaged(plan_), unmanaged(pw_)
