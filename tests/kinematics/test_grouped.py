@@ -138,7 +138,8 @@ def test_a_failed_unit_names_its_worst_group():
     q = kin.q_assembled.copy()
     q[e.groups[legs[4]].unknowns[0]] += 0.1
     assert e.worst_group(legs, q, 0.0) == legs[4]
-    assert e.worst_group(legs[:2], q, 0.0) in legs[:2] and e.worst_group((legs[3],), q, 0.0) == legs[3]
+    assert e.worst_group(legs[:2], q, 0.0) in legs[:2]
+    assert e.worst_group((legs[3],), q, 0.0) == legs[3]
 
 
 def test_outer_threads_need_groups():

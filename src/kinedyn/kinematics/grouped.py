@@ -72,7 +72,8 @@ class GroupEngine:
         plans, pws = [], []
         for u, vals in zip(unit_groups, values):
             rows = [r for g in u for r in self.groups[g].equations]
-            plans.append(K.make_plan(ptr, ind, rows, [c for g in u for c in self.groups[g].unknowns]))
+            cols = [c for g in u for c in self.groups[g].unknowns]
+            plans.append(K.make_plan(ptr, ind, rows, cols))
             pws.append(K.PlanWork(zeros(len(rows)), zeros(len(rows)), vals))
         return Units(list(unit_groups), tuple(plans), tuple(pws))
 

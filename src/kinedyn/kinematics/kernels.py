@@ -295,8 +295,8 @@ def predict(times, k, q, qd, qdd, out_qdd):
 
 
 @nb.njit(cache=True, nogil=True)
-def run(data_, work_, solver_, swork_, plan_, pw_, times_, q_, qd_, qdd_, start, stop, tol, max_iter,
-        fixed, extrapolate, out_q_, out_qd_, out_qdd_, out_res_, out_iter_):
+def run(data_, work_, solver_, swork_, plan_, pw_, times_, q_, qd_, qdd_, start, stop, tol,
+        max_iter, fixed, extrapolate, out_q_, out_qd_, out_qdd_, out_res_, out_iter_):
     """Steps ``start..stop-1`` of a kinematic simulation over ``times``.
 
     ``q, qd, qdd`` hold the state of step ``start - 1`` (or the assembled guess when
