@@ -114,3 +114,9 @@ class AssemblyError(SolverError):
     """The constraints cannot be satisfied near the given configuration (loss of assembly)."""
 
     kind = "loss of assembly"
+
+
+class AccuracyWarning(UserWarning):
+    """A run finished but its results violate the constraints by more than a run of that kind
+    should (e.g. the Group Equations paper's fixed number of Newton iterations per step, taken
+    with too large a step): the message names the worst constraint and the time."""

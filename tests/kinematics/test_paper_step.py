@@ -81,3 +81,23 @@ def test_residuals_after_one_and_two_iterations(stewart, strategy):
 def test_fixed_iterations_need_one():
     with pytest.raises(ModelError, match="max_iter >= 1"):
         Kinematics(get("four-bar-driven").compile(), fixed_iterations=True, max_iter=0)
+
+
+def test_too_coarse_a_paper_step_warns(stewart):
+    """The paper's step never checks a tolerance: with too large a step for its iterations the
+    run still returns, but warns, naming how far the constraints are violated, where and
+    when; at the paper's dt = 0.01 s the positions are accurate and nothing is said."""
+    import warnings
+
+    from kinedyn.errors import AccuracyWarning
+    from kinedyn.kinematics.analysis import FIXED_RESIDUAL_LIMIT
+    kin = Kinematics(stewart, fixed_iterations=True, max_iter=1)
+    with pytest.warns(AccuracyWarning, match=r"violate the constraints by up to .* \(worst: "
+                                             r"'.+' at t = .* s\)") as rec:
+        res = kin.simulate(2.0, 0.25)
+    assert res.summary["max_residual"]["position"] > FIXED_RESIDUAL_LIMIT
+    assert "dt = 0.25 s" in str(rec[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        res = kin.simulate(0.5, 0.01)
+    assert res.summary["max_residual"]["position"] <= FIXED_RESIDUAL_LIMIT

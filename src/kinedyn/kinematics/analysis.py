@@ -18,8 +18,8 @@ import scipy.optimize as so
 import scipy.sparse as sps
 from scipy.sparse.csgraph import structural_rank
 
-from ..errors import (AssemblyError, ConvergenceError, ModelError, SingularConfigurationError,
-                      UnknownNameError)
+from ..errors import (AccuracyWarning, AssemblyError, ConvergenceError, ModelError,
+                      SingularConfigurationError, UnknownNameError)
 from ..linalg.dense import dense_lu
 from ..linalg.sparse import analyse_keeping_order
 from ..linalg.subsystem import extract
@@ -28,6 +28,9 @@ from . import kernels as K
 from .diagnose import independent_rows, singular_rows, worst
 
 SOLVERS = ("dense", "sparse")
+# largest position residual a fixed-iterations run returns without an AccuracyWarning (the
+# paper's one-iteration step at its dt = 0.01 s: 1e-8 on the Stewart platform, 2e-3 at 0.05 s)
+FIXED_RESIDUAL_LIMIT = 1e-6
 STRATEGIES = ("global", "groups", "auto")
 
 
@@ -340,8 +343,31 @@ class Kinematics:
                 progress(start, n)
         wall, cpu = _time.perf_counter() - wall, _time.thread_time() - cpu
         proc = _time.process_time() - proc
-        return KinematicResults(self, times, out_q, out_qd, out_qdd, out_res, out_iter, wall,
-                                cpu, proc)
+        res = KinematicResults(self, times, out_q, out_qd, out_qdd, out_res, out_iter, wall,
+                               cpu, proc)
+        if self.fixed:
+            self._check_fixed_accuracy(res)
+        return res
+
+    def _check_fixed_accuracy(self, res) -> None:
+        """Warn (:class:`~kinedyn.errors.AccuracyWarning`) when a run with a fixed number of
+        Newton iterations per step (the paper's step, which never checks a tolerance) returns
+        positions that violate the constraints by more than ``FIXED_RESIDUAL_LIMIT``: too large
+        a step for that many iterations, or a lost assembly. The residuals are in the results
+        either way; the warning makes sure nobody uses such numbers without noticing."""
+        pos = res.residuals[:, 0]
+        k = int(np.argmax(np.where(np.isfinite(pos), pos, np.inf)))
+        if pos[k] <= FIXED_RESIDUAL_LIMIT:
+            return
+        t = float(res.time[k])
+        phi = np.abs(self.phi(res.q[k], t))
+        name = self.f.constraint_names[int(np.nanargmax(phi))] if np.isfinite(phi).any() \
+            else "all"
+        warnings.warn(f"fixed_iterations=True ({self.max_iter} Newton iteration(s) per step, "
+                      f"dt = {res.summary['dt']:.4g} s): the positions violate the constraints "
+                      f"by up to {pos[k]:.3g} (worst: '{name}' at t = {t:.4g} s); use a "
+                      "smaller step, more iterations (max_iter) or converged steps "
+                      "(fixed_iterations=False)", AccuracyWarning, stacklevel=3)
 
 
 import numba as nb  # noqa: E402
