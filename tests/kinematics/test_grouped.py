@@ -103,7 +103,7 @@ def test_paper_step_by_level_gives_each_groups_arithmetic():
         m = get(name).compile()
         kw = dict(strategy="groups", fixed_iterations=True, max_iter=2)
         kin = Kinematics(m, **kw)
-        assert kin.engine._by_level(True) and len(kin.engine.levels.plans) == 2
+        assert kin.engine._by_units(True) and len(kin.engine.levels.plans) == 2
         serial = kin.simulate(0.3, 0.01)
         threaded = Kinematics(m, threads=(2, 1), **kw)
         r = threaded.engine.runner  # each worker's share of a level is one unit

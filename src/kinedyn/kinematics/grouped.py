@@ -10,7 +10,7 @@ of earlier groups are known (h) and the group's own are dependent (phi):
 Each group is a :class:`~.kernels.Plan` (its rows, its columns, its coupling entries Phi_h)
 with its own dense or sparse factorisation of Phi_phi (:mod:`kinedyn.linalg`; a serial paper
 step with the sparse solver takes each DAG level's groups as one block-diagonal system, see
-:meth:`GroupEngine._by_level`); groups share
+:meth:`GroupEngine._by_units`); groups share
 the Jacobian values array, where each writes only its own rows, and the formulation scratch of
 the thread that solves them (one per thread: its table of functions of time is then evaluated
 once per step, not once per group). The per-group objects are packed into homogeneous
@@ -53,9 +53,9 @@ class GroupEngine:
         self.blocks = tuple(extract(ptr, ind, g.equations, g.unknowns) for g in gs.groups)
         self.order = np.array([k for level in gs.levels for k in level], np.int64)
         # the paper's step with the sparse solver: each DAG level's groups as one
-        # block-diagonal system (same arithmetic, one pass per level; see _by_level)
+        # block-diagonal system (same arithmetic, one pass per level; see _by_units)
         self.level_groups = [tuple(sorted(level)) for level in gs.levels]
-        self.levels = (self.units(self.level_groups, [self.values] * len(gs.levels))
+        self.levels = (self.make_units(self.level_groups, [self.values] * len(gs.levels))
                        if solver == "sparse" else None)
         self.orderings = [None] * len(gs.groups)  # sparse: each group's column order
         self.runner = None
@@ -63,7 +63,7 @@ class GroupEngine:
             from .threads import ThreadedRunner
             self.runner = ThreadedRunner(self, outer)
 
-    def units(self, unit_groups, values, zeros=np.zeros) -> "Units":
+    def make_units(self, unit_groups, values, zeros=np.zeros) -> "Units":
         """:class:`Units` solving each tuple of independent groups of ``unit_groups`` as one
         block-diagonal system, unit ``i`` on the Jacobian values array ``values[i]``, its
         scratch from ``zeros`` (the threads: :func:`~kinedyn.parallel.team.private_zeros`);
@@ -119,7 +119,7 @@ class GroupEngine:
             if units is not None:
                 self._unit_solvers(units)
 
-    def _by_level(self, fixed) -> bool:
+    def _by_units(self, fixed) -> bool:
         """Whether a run of this mode solves units of independent groups (the paper's step,
         sparse): a serial run whole DAG levels (:attr:`levels`), a threaded run each worker's
         share of a level (``ThreadedRunner.units``).
@@ -138,9 +138,9 @@ class GroupEngine:
         """
         return bool(fixed) and self.levels is not None
 
-    def _units(self, fixed):
+    def _serial_parts(self, fixed):
         """(solvers, works, plans, plan works, order) of what a serial run solves in turn."""
-        if self._by_level(fixed):
+        if self._by_units(fixed):
             lv = self.levels
             return lv.solvers, lv.sworks, lv.plans, lv.pws, np.arange(len(lv.groups))
         return self.solvers, self.sworks, self.plans, self.pws, self.order
@@ -150,13 +150,13 @@ class GroupEngine:
         if self.runner is not None:
             return self.runner.run(times, q, qd, qdd, start, stop, tol, max_iter, fixed,
                                    extrapolate, outs)
-        solvers, sworks, plans, pws, order = self._units(fixed)
+        solvers, sworks, plans, pws, order = self._serial_parts(fixed)
         st, k, u = run_groups(self.kin.data, self.kin.work, solvers, sworks, plans, pws, order,
                               times, q, qd, qdd, start, stop, tol, max_iter, fixed,
                               extrapolate, *outs)
         t = times[min(k, len(times) - 1)]
         return st, k, (self.worst_group(self.levels.groups[u], q, t)
-                       if u >= 0 and self._by_level(fixed) else u)
+                       if u >= 0 and self._by_units(fixed) else u)
 
     def worst_group(self, groups, q, t) -> int:
         """The one of ``groups`` (a unit that failed as a whole) with the largest residual
@@ -187,7 +187,7 @@ class GroupEngine:
 
 class Units:
     """Independent structural groups solved together, each tuple of ``groups`` as one
-    block-diagonal system (:meth:`GroupEngine._by_level`): its plan and plan work, and - after
+    block-diagonal system (:meth:`GroupEngine._by_units`): its plan and plan work, and - after
     :meth:`GroupEngine.build` - its solver and solver work."""
 
     def __init__(self, groups, plans, pws):
@@ -232,7 +232,7 @@ def run_groups(data_, work_, solvers_, sworks_, plans_, pws_, order_, times_, q_
                start, stop, tol, max_iter, fixed, extrapolate, out_q_, out_qd_, out_qdd_,
                out_res_, out_iter_):
     """Steps ``start..stop-1`` unit by unit in ``order`` - structural groups, or whole DAG
-    levels in the paper's step (:meth:`GroupEngine._by_level`) - (see :func:`.kernels.run` for
+    levels in the paper's step (:meth:`GroupEngine._by_units`) - (see :func:`.kernels.run` for
     the tracking). Returns ``(status, step, failing unit)``."""
     data, work, solvers, sworks = unmanaged(data_), unmanaged(work_), unmanaged(solvers_), \
         unmanaged(sworks_)

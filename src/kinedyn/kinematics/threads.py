@@ -158,19 +158,16 @@ class ThreadedRunner:
         # chains of dependent operations overlap: scissor-platform-22x4 116 -> 96 us serial)
         self.units = None
         if engine.levels is not None:
-            ptr, flat, groups = [0], [], []
-            for w in range(self.n):
-                for lv in range(self.n_levels):
-                    mine = tuple(self.assign[self.assign_ptr[w * self.n_levels + lv]:
-                                             self.assign_ptr[w * self.n_levels + lv + 1]])
-                    if mine:
-                        flat.append(len(groups))
-                        groups.append(mine)
-                    ptr.append(len(flat))
-            self.unit_ptr, self.unit_assign = np.array(ptr, np.int64), np.array(flat, np.int64)
-            worker = np.repeat(np.arange(self.n), [ptr[(w + 1) * self.n_levels]
-                                                   - ptr[w * self.n_levels] for w in range(self.n)])
-            self.units = engine.units(groups, [values[w] for w in worker], private_zeros)
+            ptr, groups, unit_values = [0], [], []
+            for a in range(self.n * self.n_levels):  # a = w * n_levels + lv
+                mine = tuple(self.assign[self.assign_ptr[a]:self.assign_ptr[a + 1]])
+                if mine:
+                    groups.append(mine)
+                    unit_values.append(values[a // self.n_levels])
+                ptr.append(len(groups))
+            self.unit_ptr = np.array(ptr, np.int64)
+            self.unit_assign = np.arange(len(groups), dtype=np.int64)
+            self.units = engine.make_units(groups, unit_values, private_zeros)
         self.team = Team(self.n, "kinedyn-group")
 
     def run(self, times, q, qd, qdd, start, stop, tol, max_iter, fixed, extrapolate, outs):
@@ -179,7 +176,7 @@ class ThreadedRunner:
         n = len(times)
         res_w, it_w = np.zeros((self.n, n)), np.zeros((self.n, n), np.int64)
         self.sync[:] = 0
-        by_unit = e._by_level(fixed)
+        by_unit = e._by_units(fixed)
         if by_unit:
             u = self.units
             parts = (u.solvers, u.sworks, u.plans, u.pws, self.unit_ptr, self.unit_assign)
