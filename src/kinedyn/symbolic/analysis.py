@@ -23,6 +23,7 @@ from .kernels import generate
 from .triangular import make_plan
 
 POSITION_SOLVERS = {"triangular": 0, "blocks": 1, "newton": 2}
+NEWTON_STARTS = ("extrapolated", "previous")
 
 
 def coordinates(model: CompiledModel, **options) -> ConstraintSystem:
@@ -43,15 +44,22 @@ class TriangularKinematics:
     or a :class:`ConstraintSystem` with ``inputs``. position_solver: ``triangular`` (default),
     ``blocks`` or ``newton``. tol / max_iter apply to Newton (baselines and blocks the plan
     iterates). backend: ``numba`` or ``c`` (kernels compiled by the system C compiler,
-    Numba fall-back with a warning when there is none). Plan options (``time_limit``,
-    ``sine_first``, ``track``, ``order``) go to :func:`make_plan`.
+    Numba fall-back with a warning when there is none). newton_start: where each step's
+    Newton iteration starts (the baselines' and the plan's Newton blocks'): ``"extrapolated"``
+    (default, second-order from the previous step's velocity and acceleration) or
+    ``"previous"`` (the previous step's positions, as the thesis's baselines). Plan options
+    (``time_limit``, ``sine_first``, ``track``, ``order``) go to :func:`make_plan`.
     """
 
     def __init__(self, model, *, position_solver: str = "triangular", absolute=(),
                  joint_angles: bool = False, cut=(), tol: float = 1e-10, max_iter: int = 20,
-                 plan=None, backend: str = "numba", **plan_options):
+                 plan=None, backend: str = "numba", newton_start: str = "extrapolated",
+                 **plan_options):
         if position_solver not in POSITION_SOLVERS:
             raise UnknownNameError("position solver", position_solver, POSITION_SOLVERS)
+        if newton_start not in NEWTON_STARTS:
+            raise UnknownNameError("Newton start", newton_start, NEWTON_STARTS)
+        self.newton_start = newton_start
         if isinstance(model, CompiledModel):
             model = coordinates(model, absolute=absolute, **_planar_options(joint_angles, cut))
         if not isinstance(model, ConstraintSystem):
@@ -89,8 +97,10 @@ class TriangularKinematics:
         q = sys_.q0.copy()
         mode = POSITION_SOLVERS[self.position_solver]
         wall = _time.perf_counter()
+        iterates = mode > 0 or not self.plan.fully_triangular
         k = self.generated.module.run(mode, times, q, Q, QD, QDD, res, it, self.tol,
-                                      self.max_iter, mode > 0 or not self.plan.fully_triangular)
+                                      self.max_iter,
+                                      iterates and self.newton_start == "extrapolated")
         wall = _time.perf_counter() - wall
         if k >= 0:
             raise ConvergenceError(f"{sys_.name}: the {self.position_solver} position solver "
@@ -106,7 +116,8 @@ class TriangularKinematics:
                                 f"{worst:.3g} (no real assembly for these inputs)",
                                 time=float(times[i]), constraints=list(sys_.constraint_names[:3]))
         summary = {"model": sys_.name, "analysis": "kinematics", "formulation": "symbolic",
-                   "position_solver": self.position_solver, "coordinates": sys_.n_q,
+                   "position_solver": self.position_solver, "newton_start": self.newton_start,
+                   "coordinates": sys_.n_q,
                    "constraints": sys_.n_c, "steps": n, "dt": dt, "wall_time_s": wall,
                    "us_per_step": wall / n * 1e6, "max_residual": {"position": worst},
                    "plan": self.plan.report(), "plan_seconds": self.plan_seconds,

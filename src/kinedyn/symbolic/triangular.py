@@ -78,10 +78,26 @@ class Step:
         a, b, c = self.coefficients
         if b == 0:
             return sign * _sqrt(sp.cancel(-c / a))
-        return (-b + sign * _sqrt(sp.expand(b ** 2 - 4 * a * c))) / (2 * a)
+        a, b, c, d = _quadratic(a, b, c)
+        return (-b + sign * _sqrt(d)) / (2 * a)
 
     def roots(self) -> list[sp.Expr]:
         return [Step(self.var, self.poly, self.degree, s).expr for s in ((1, -1) if self.degree == 2 else (1,))]
+
+
+def _quadratic(a, b, c) -> tuple:
+    """``(a, b, c, b^2 - 4 a c)`` for the closed-form roots, in the cheaper of two forms: the
+    coefficients as the basis gives them with the discriminant expanded (terms cancel when
+    the coefficients are short: the four-bars' closed forms of Tables 4.1-4.2), or the
+    coefficients factored and the discriminant left as b^2 - 4 a c (a basis over reduced
+    parameters: the Stephenson-III's five-link loop, coefficients of degree 2-4 in six
+    parameters, whose root took 2115 operations expanded)."""
+    expanded = sp.expand(b ** 2 - 4 * a * c)
+    fa, fb, fc = (sp.factor(x) for x in (a, b, c))
+    factored = fb ** 2 - 4 * fa * fc
+    if sp.count_ops(factored) < sp.count_ops(expanded):
+        return fa, fb, fc, factored
+    return a, b, c, expanded
 
 
 class Clamp(sp.Function):
@@ -209,6 +225,7 @@ class NewtonBlock:
     equations: tuple[int, ...]
     unknowns: tuple[int, ...]
     reason: str
+    timed_out: bool = False        # the basis did not finish in its time limit
 
     kind = "newton"
 
@@ -258,8 +275,10 @@ class Plan:
             shape = f", {shape}" if shape else ""
             if b.kind == "triangular":
                 deg = "".join(str(s.degree) for s in b.steps)
+                reduced = ", known coefficients reduced" if b.definitions else ""
                 lines.append(f"block {k} [{what}]: triangular (basis {b.basis.seconds:.2f} s"
-                             f"{', cached' if b.basis.cached else ''}; step degrees {deg}{shape})")
+                             f"{', cached' if b.basis.cached else ''}{reduced}; step degrees "
+                             f"{deg}{shape})")
             else:
                 lines.append(f"block {k} [{what}]: Newton on {len(b.unknowns)} unknown(s){shape} -- {b.reason}")
         return lines
@@ -339,7 +358,8 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
     (:func:`_auto_sine_first`; not with ``reduce_knowns``, i.e. spatial systems keep the
     default order their tests validate), a list (even empty) overrides. reduce_knowns: intermediate-variable reduction
     (:func:`reduce_known_coefficients`; default: the system's ``reduce_knowns`` attribute,
-    True for spatial systems).
+    True for spatial systems; planar systems try a block again with it when its plain basis
+    times out and it reads two or more known angles, :func:`_reduces`).
 
     rods (solution flow of thesis section 5.1): a system with rod legs (``system.rods``,
     spatial binary links between point joints, :class:`~.spatial.Rod`) is solved in two
@@ -354,7 +374,7 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
                          "nothing to triangularise or embed (every coordinate is independent; "
                          "use method='augmented', 'hdca' or the relative formulation)")
     if reduce_knowns is None:
-        reduce_knowns = bool(getattr(system, "reduce_knowns", False))
+        reduce_knowns = getattr(system, "reduce_knowns", None)
     dep = list(system.dependent)
     legs = [r for r in getattr(system, "rods", ()) if rods and set(r.coordinates) <= set(dep)]
     lu = _dm_blocks(system, range(system.n_c), dep, system.phi)
@@ -382,11 +402,18 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
     for blocks, limit, direction in stages:
         for eqs, unk in blocks:
             unk = tuple(sorted(unk, key=lambda i: rank.get(i, direction * i - 10 ** 6)))
+            reduce = bool(reduce_knowns)
             block = _block(system, phi, plan.equation_names, eqs, unk, fixed or set(), limit,
-                           use_cache, tol, track, reduce_knowns)
-            if fixed is None and not reduce_knowns and block.kind == "triangular":
+                           use_cache, tol, track, reduce)
+            if reduce_knowns is None and block.kind == "newton" and block.timed_out \
+                    and _reduces(system, phi, eqs, unk):
+                reduce = True
+                retry = _block(system, phi, plan.equation_names, eqs, unk, fixed or set(),
+                               limit, use_cache, tol, track, reduce)
+                block = retry if retry.kind == "triangular" else block
+            if fixed is None and not reduce and block.kind == "triangular":
                 block = _auto_sine_first(system, phi, plan.equation_names, block, limit,
-                                         use_cache, tol, track, reduce_knowns)
+                                         use_cache, tol, track, reduce)
             plan.blocks.append(block)
     return plan
 
@@ -406,6 +433,21 @@ def _dm_blocks(system, equations, unknowns, phi) -> list[tuple[tuple, tuple]]:
              tuple(sorted(unknowns[u] for u in blk.unknowns))) for blk in btf.blocks]
 
 
+def _reduces(system, phi, eqs, unk) -> bool:
+    """Planar systems: whether a block whose plain basis timed out is tried again with the
+    intermediate-variable reduction -- when its equations read two or more known angles.
+    Their sines and cosines multiply the unknowns' in every coefficient, and the reduction
+    condenses those sums of products into a few parameters: the Stephenson-III's five-link
+    loop with beta2, beta3 known has no plain basis in 10 s and a reduced one in 7 s (fully
+    triangular). Not first: the plain basis is the thesis's where it finishes (the tests
+    compare it), and is often the quicker (the spatial four-bar's second block with b1, b4
+    known: 0.09 s plain, no reduced basis in 60 s)."""
+    free = set().union(*(phi[i].free_symbols for i in eqs))
+    known_angles = [c for i, c in enumerate(system.coordinates)
+                    if i not in unk and c.angle and c.symbol in free]
+    return len(known_angles) >= 2
+
+
 def _block(system, phi, names, eqs, unk, sine_first, time_limit, use_cache, tol, track, reduce_knowns):
     """One block: polynomials, basis, triangular steps and branches -- or a Newton block."""
     exprs = [phi[i] for i in eqs]
@@ -423,7 +465,7 @@ def _block(system, phi, names, eqs, unk, sine_first, time_limit, use_cache, tol,
     res = groebner_basis(poly.polys, poly.unknowns + poly.knowns, time_limit, use_cache)
     if not res.ok:
         return NewtonBlock(eqs, unk, f"Groebner basis did not finish in {time_limit:g} s "
-                                     "(fall-back: Newton)")
+                                     "(fall-back: Newton)", timed_out=True)
     if any(g.is_number and g != 0 for g in res.basis):
         raise ModelError(f"{system.name}: constraints {[names[i] for i in eqs]} "
                          "are inconsistent (Groebner basis {1})")
@@ -485,6 +527,7 @@ def reduce_known_coefficients(poly: Polynomialised) -> tuple[Polynomialised, lis
         return sym
 
     polys = []
+    constant = set()
     for p in poly.polys:
         P = sp.Poly(p, *unknowns)
         terms = []
@@ -492,9 +535,15 @@ def reduce_known_coefficients(poly: Polynomialised) -> tuple[Polynomialised, lis
             c = sp.expand(c)
             if c.free_symbols:
                 c = param(c)
+                if not any(mon):
+                    constant |= c.free_symbols
             terms.append(c * sp.Mul(*[u ** e for u, e in zip(unknowns, mon)]))
         polys.append(sp.expand(sp.Add(*terms)))
-    reduced = Polynomialised(tuple(polys), poly.unknowns, tuple(s for s, _ in defs), poly.trig)
+    # the parameters of constant terms first (right after the unknowns in the lex order): the
+    # Stephenson-III's five-link loop took 7.6 s with the parameters in order of appearance,
+    # 0.7 s so
+    knowns = tuple(sorted((s for s, _ in defs), key=lambda s: s not in constant))
+    reduced = Polynomialised(tuple(polys), poly.unknowns, knowns, poly.trig)
     return reduced, defs
 
 
