@@ -215,6 +215,18 @@ def test_stephenson3_solution_flow(driven, blocks):
     assert worst <= 1e-12 and dev <= 1e-10
 
 
+def test_reduced_retry_reported_when_it_also_times_out():
+    """The Stephenson-III's L_beta with beta2, beta3 known (two known angles): with a time
+    limit too short for either basis the block falls back to Newton, and the report says that
+    the retry with the known coefficients reduced did not finish either."""
+    from kinedyn.models.sixbar import STEPHENSON3_CUT
+    eqs = planar_coordinates(kinedyn.models.get("stephenson3-theta1").compile(),
+                             joint_angles=True, cut=STEPHENSON3_CUT)
+    plan = make_plan(eqs, time_limit=0.2, use_cache=False)
+    assert plan.blocks[1].kind == "newton"
+    assert plan.report()[1].endswith("with the known coefficients reduced: did not finish either")
+
+
 def test_landing_gear_constraints_are_the_thesis_equations():
     """(4.26)-(4.29) with the thesis's theta_D = -(our drag-strut joint angle) and the data in
     drawing units: our closures at C (written in the main strut's frame, the middle of loop
