@@ -360,9 +360,8 @@ class Kinematics:
         if pos[k] <= FIXED_RESIDUAL_LIMIT:
             return
         t = float(res.time[k])
-        phi = np.abs(self.phi(res.q[k], t))
-        name = self.f.constraint_names[int(np.nanargmax(phi))] if np.isfinite(phi).any() \
-            else "all"
+        phi = self.phi(res.q[k], t)
+        name = self.f.constraint_names[worst(phi, 1)[0]] if np.isfinite(phi).any() else "all"
         warnings.warn(f"fixed_iterations=True ({self.max_iter} Newton iteration(s) per step, "
                       f"dt = {res.summary['dt']:.4g} s): the positions violate the constraints "
                       f"by up to {pos[k]:.3g} (worst: '{name}' at t = {t:.4g} s); use a "

@@ -22,6 +22,7 @@ from functools import cached_property
 
 import numpy as np
 import sympy as sp
+import sympy.core.random as sympy_random
 
 from ..errors import AssemblyError, ModelError
 from ..topology.structure import block_triangular
@@ -93,11 +94,23 @@ def _quadratic(a, b, c) -> tuple:
     parameters: the Stephenson-III's five-link loop, coefficients of degree 2-4 in six
     parameters, whose root took 2115 operations expanded)."""
     expanded = sp.expand(b ** 2 - 4 * a * c)
-    fa, fb, fc = (sp.factor(x) for x in (a, b, c))
+    fa, fb, fc = (_factor(x) for x in (a, b, c))
     factored = fb ** 2 - 4 * fa * fc
     if sp.count_ops(factored) < sp.count_ops(expanded):
         return fa, fb, fc, factored
     return a, b, c, expanded
+
+
+def _factor(x):
+    """``sympy.factor(x)`` with SymPy's random generator seeded for the call (and restored):
+    its multivariate factorisation picks random evaluation points, and unseeded, the
+    Stephenson-III's L_beta coefficients took 0.1 s in most plans and 13-50 s in others."""
+    state = sympy_random.rng.getstate()
+    sympy_random.rng.seed(0)
+    try:
+        return sp.factor(x)
+    finally:
+        sympy_random.rng.setstate(state)
 
 
 class Clamp(sp.Function):
@@ -359,7 +372,7 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
     default order their tests validate), a list (even empty) overrides. reduce_knowns: intermediate-variable reduction
     (:func:`reduce_known_coefficients`; default: the system's ``reduce_knowns`` attribute,
     True for spatial systems; planar systems try a block again with it when its plain basis
-    times out and it reads two or more known angles, :func:`_reduces`).
+    times out and it reads two or more known angles, see :func:`_block`).
 
     rods (solution flow of thesis section 5.1): a system with rod legs (``system.rods``,
     spatial binary links between point joints, :class:`~.spatial.Rod`) is solved in two
@@ -402,22 +415,12 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
     for blocks, limit, direction in stages:
         for eqs, unk in blocks:
             unk = tuple(sorted(unk, key=lambda i: rank.get(i, direction * i - 10 ** 6)))
-            reduce = bool(reduce_knowns)
             block = _block(system, phi, plan.equation_names, eqs, unk, fixed or set(), limit,
-                           use_cache, tol, track, reduce)
-            if reduce_knowns is None and block.kind == "newton" and block.timed_out \
-                    and _reduces(system, phi, eqs, unk):
-                reduce = True
-                retry = _block(system, phi, plan.equation_names, eqs, unk, fixed or set(),
-                               limit, use_cache, tol, track, reduce)
-                if retry.kind == "triangular":
-                    block = retry
-                else:
-                    why = "did not finish either" if retry.timed_out else retry.reason
-                    block.reason += f"; with the known coefficients reduced: {why}"
-            if fixed is None and not reduce and block.kind == "triangular":
+                           use_cache, tol, track, reduce_knowns)
+            if fixed is None and block.kind == "triangular" and not reduce_knowns \
+                    and not block.definitions:    # a plain (unreduced) triangular block
                 block = _auto_sine_first(system, phi, plan.equation_names, block, limit,
-                                         use_cache, tol, track, reduce)
+                                         use_cache, tol, track)
             plan.blocks.append(block)
     return plan
 
@@ -437,23 +440,17 @@ def _dm_blocks(system, equations, unknowns, phi) -> list[tuple[tuple, tuple]]:
              tuple(sorted(unknowns[u] for u in blk.unknowns))) for blk in btf.blocks]
 
 
-def _reduces(system, phi, eqs, unk) -> bool:
-    """Planar systems: whether a block whose plain basis timed out is tried again with the
-    intermediate-variable reduction -- when its equations read two or more known angles.
-    Their sines and cosines multiply the unknowns' in every coefficient, and the reduction
-    condenses those sums of products into a few parameters: the Stephenson-III's five-link
-    loop with beta2, beta3 known has no plain basis in 10 s and a reduced one in 0.8 s (fully
-    triangular). Not first: the plain basis is the thesis's where it finishes (the tests
-    compare it), and is often the quicker (the spatial four-bar's second block with b1, b4
-    known: 0.09 s plain, no reduced basis in 60 s)."""
-    free = set().union(*(phi[i].free_symbols for i in eqs))
-    known_angles = [c for i, c in enumerate(system.coordinates)
-                    if i not in unk and c.angle and c.symbol in free]
-    return len(known_angles) >= 2
-
-
 def _block(system, phi, names, eqs, unk, sine_first, time_limit, use_cache, tol, track, reduce_knowns):
-    """One block: polynomials, basis, triangular steps and branches -- or a Newton block."""
+    """One block: polynomials, basis, triangular steps and branches -- or a Newton block.
+
+    reduce_knowns None (planar systems): the plain basis first, and if it times out and the
+    block's equations read two or more known angles, again with the intermediate-variable
+    reduction. Those angles' sines and cosines multiply the unknowns' in every coefficient,
+    and the reduction condenses such sums of products into a few parameters: the
+    Stephenson-III's five-link loop with beta2, beta3 known has no plain basis in 10 s and a
+    reduced one in 0.8 s (fully triangular). Not first: the plain basis is the thesis's where
+    it finishes (the tests compare it), and is often the quicker (the spatial four-bar's second
+    block with b1, b4 known: 0.09 s plain, no reduced basis in 60 s)."""
     exprs = [phi[i] for i in eqs]
     free = set().union(*(e.free_symbols for e in exprs))
     known = [i for i in range(system.n_q) if i not in unk and system.coordinates[i].symbol in free]
@@ -468,8 +465,16 @@ def _block(system, phi, names, eqs, unk, sine_first, time_limit, use_cache, tol,
         poly, definitions = reduce_known_coefficients(poly)
     res = groebner_basis(poly.polys, poly.unknowns + poly.knowns, time_limit, use_cache)
     if not res.ok:
-        return NewtonBlock(eqs, unk, f"Groebner basis did not finish in {time_limit:g} s "
-                                     "(fall-back: Newton)", timed_out=True)
+        block = NewtonBlock(eqs, unk, f"Groebner basis did not finish in {time_limit:g} s "
+                                      "(fall-back: Newton)", timed_out=True)
+        if reduce_knowns is None and sum(co[i].angle for i in known) >= 2:
+            retry = _block(system, phi, names, eqs, unk, sine_first, time_limit, use_cache, tol,
+                           track, True)
+            if retry.kind == "triangular":
+                return retry
+            why = "did not finish either" if retry.timed_out else retry.reason
+            block.reason += f"; with the known coefficients reduced: {why}"
+        return block
     if any(g.is_number and g != 0 for g in res.basis):
         raise ModelError(f"{system.name}: constraints {[names[i] for i in eqs]} "
                          "are inconsistent (Groebner basis {1})")
@@ -482,7 +487,7 @@ def _block(system, phi, names, eqs, unk, sine_first, time_limit, use_cache, tol,
 
 
 
-def _auto_sine_first(system, phi, names, block, time_limit, use_cache, tol, track, reduce_knowns):
+def _auto_sine_first(system, phi, names, block, time_limit, use_cache, tol, track):
     """Which of s_x, c_x carries the +/- (automatic branch choice).
 
     The two assembly modes of a quadratic step are mirror images about a line through the
@@ -495,7 +500,7 @@ def _auto_sine_first(system, phi, names, block, time_limit, use_cache, tol, trac
     """
     for x in _quadratic_angles(block):
         other = _block(system, phi, names, block.equations, block.unknowns, set(block.sine_first) ^ {x},
-                       time_limit, use_cache, tol, track, reduce_knowns)
+                       time_limit, use_cache, tol, track, False)
         if other.kind == "triangular" and other.separation > block.separation * (1 + 1e-9):
             block = other
     return block
