@@ -13,10 +13,11 @@ load hits every candidate alike; medians are compared. Candidates more than ``PR
 slower than the best after two rounds (the better of their two times: one run can be hit by a
 load spike) are not run again.
 
-The choice and the table are cached on disk (``$XDG_CACHE_HOME/kinedyn/autotune/<key>.json``,
-default ``~/.cache``), keyed by a hash of the compiled model's arrays, the kinedyn version, the
-CPU count and the settings that change the timing (tolerance, iteration mode, any solver or
-threads fixed by the caller); ``retune=True`` measures again.
+The choice and the table are cached on disk (``autotune/<key>.json`` under
+:func:`kinedyn._cache.cache_root`: ``$KINEDYN_CACHE``, else ``$XDG_CACHE_HOME/kinedyn``), keyed
+by a hash of the compiled model's arrays, the kinedyn version, the CPU count and the settings
+that change the timing (tolerance, iteration mode, any solver or threads fixed by the caller);
+``retune=True`` measures again.
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._cache import cache_root
 from ..errors import KinedynError, ModelError
 
 TRIAL_STEPS = 30
@@ -135,8 +137,7 @@ def model_key(model, settings: dict) -> str:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "kinedyn" / "autotune"
+    return cache_root() / "autotune"
 
 
 def _load(path: Path, key: str, allowed: list[Candidate]) -> Tuning | None:

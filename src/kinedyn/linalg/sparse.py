@@ -16,6 +16,11 @@ caller re-analyses with the current values.
 Every index array is ``uint32``: Numba indexes with an unsigned integer without the
 negative-index wrap-around test it emits for a signed one, which made the Stewart platform's
 refactorisation 1.7 -> 1.1 µs and a solution 0.8 -> 0.6 µs (102 coordinates).
+
+Patterns of moderate size also get the same three operations as straight-line machine code
+(:mod:`.lu_codegen`, generated at analysis): the compiled protocol functions call it when the
+solver has it and the arrays are C-contiguous, else run the loops here; the results are the
+same to the bit.
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ import heapq
 from scipy.sparse.linalg import splu
 
 from ..formulations import protocol
+from .lu_codegen import FACTORIZE, NO_CODE, SOLVE, SOLVE_PAIR, call, compile_solver
 from .subsystem import Block
 
 OK, SINGULAR, REPIVOT = 0, 1, 2
@@ -49,6 +55,7 @@ class SparseLU(NamedTuple):
     update: np.ndarray     # (n_update,) position of each elimination update, in order
     pivot_tol: float
     growth_limit: float
+    code: np.ndarray = NO_CODE  # (3,) addresses of generated code (:mod:`.lu_codegen`) or zeros
 
 
 class SparseLUWork(NamedTuple):
@@ -69,7 +76,7 @@ def cost(solver: SparseLU) -> int:
 
 def analyse(block: Block, sample_values: np.ndarray, pivot_tol: float = 1e-10,
             diag_pivot_thresh: float = 0.1, growth_limit: float = 1e3,
-            orderings=("COLAMD",)) -> tuple[SparseLU, SparseLUWork]:
+            orderings=("COLAMD",), codegen: bool = True) -> tuple[SparseLU, SparseLUWork]:
     """Choose the pivot order from ``sample_values`` (the caller's full values array).
 
     With several column ``orderings`` (SuperLU's names, e.g. :data:`ORDERINGS`) each is
@@ -77,12 +84,16 @@ def analyse(block: Block, sample_values: np.ndarray, pivot_tol: float = 1e-10,
     fill-reducing heuristic wins on every mechanism: the Stewart platform's Jacobian (102
     coordinates) needs 510 updates with COLAMD and 498 in its natural order, each of its
     six 15 x 15 leg blocks 97 on average with COLAMD and 78 with MMD on AᵀA.
+
+    The chosen analysis gets straight-line code for its pattern (:func:`with_code`) unless
+    ``codegen`` is False.
     """
     return _cheapest(block, sample_values, pivot_tol, diag_pivot_thresh, growth_limit,
-                     orderings)[1]
+                     orderings, codegen)[1]
 
 
-def analyse_keeping_order(block: Block, sample_values: np.ndarray, ordering: str | None = None):
+def analyse_keeping_order(block: Block, sample_values: np.ndarray, ordering: str | None = None,
+                          codegen: bool = True):
     """``(order, (solver, work))``: :func:`analyse` in the given column ``ordering``, or, when
     it is None (the first analysis), in the cheapest of :data:`ORDERINGS` - each analysed once,
     the cheapest one's analysis returned with its name. A caller that re-analyses during a run
@@ -90,10 +101,11 @@ def analyse_keeping_order(block: Block, sample_values: np.ndarray, ordering: str
     vanishing static pivot depends on the order, so it must not change with the values at the
     point of failure."""
     return _cheapest(block, sample_values, 1e-10, 0.1, 1e3,
-                     ORDERINGS if ordering is None else (ordering,))
+                     ORDERINGS if ordering is None else (ordering,), codegen)
 
 
-def _cheapest(block, sample_values, pivot_tol, diag_pivot_thresh, growth_limit, orderings):
+def _cheapest(block, sample_values, pivot_tol, diag_pivot_thresh, growth_limit, orderings,
+              codegen):
     best = None
     for spec in orderings:
         try:
@@ -105,7 +117,14 @@ def _cheapest(block, sample_values, pivot_tol, diag_pivot_thresh, growth_limit, 
             continue
         if best is None or cost(cand[0]) < cost(best[1][0]):
             best = (spec, cand)
-    return best
+    spec, (solver, work) = best
+    return spec, (with_code(solver, codegen), work)
+
+
+def with_code(solver: SparseLU, codegen: bool = True) -> SparseLU:
+    """The solver with generated straight-line code for its pattern (:mod:`.lu_codegen`; the
+    loops when ``codegen`` is False or the pattern is too large)."""
+    return solver._replace(code=compile_solver(solver) if codegen else NO_CODE)
 
 
 def _analyse_order(block, sample_values, pivot_tol, diag_pivot_thresh, growth_limit, spec):
@@ -239,6 +258,7 @@ def block_diagonal(parts) -> tuple[SparseLU, SparseLUWork]:
     solver = SparseLU(n, ix(source), ix(target), ix(indptr), ix(np.concatenate(indices)),
                       ix(diag), ix(row_perm), ix(col_perm), ix(target_row), ix(np.sort(fill_pos)),
                       ix(np.concatenate(update)), pivot_tol, growth_limit)
+    solver = with_code(solver, any(s.code[0] != 0 for s, _ in parts))
     work = SparseLUWork(np.zeros(indptr[-1]), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n))
     return solver, work
 
@@ -350,9 +370,40 @@ def sparse_solve_pair(s, w, a, b):
                   w.inv_diag, w.x, w.x2, a, b)
 
 
+# the same operations by the solver's generated code when it has some (C-contiguous arrays only:
+# the code gets their data pointers), else by the loops above
+@nb.njit(cache=True, nogil=True, inline="always")
+def coded_factorize(s, w, values):
+    if s.code[FACTORIZE] != 0:
+        return call(s.code[FACTORIZE], (values, w.lu, w.inv_diag), (s.pivot_tol, s.growth_limit))
+    return sparse_factorize(s, w, values)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def coded_solve(s, w, rhs):
+    if s.code[SOLVE] != 0:
+        call(s.code[SOLVE], (w.lu, w.inv_diag, rhs), ())
+    else:
+        sparse_solve(s, w, rhs)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def coded_solve_pair(s, w, a, b):
+    if s.code[SOLVE_PAIR] != 0:
+        call(s.code[SOLVE_PAIR], (w.lu, w.inv_diag, a, b), ())
+    else:
+        sparse_solve_pair(s, w, a, b)
+
+
+def _contiguous(*arrays) -> bool:
+    return all(getattr(a, "layout", "") == "C" for a in arrays)
+
+
 @overload(protocol.factorize, jit_options=protocol.JIT, inline="always")
 def _ov_factorize(solver, work, values):
     if protocol.is_type(solver, SparseLU):
+        if _contiguous(values):
+            return lambda solver, work, values: coded_factorize(solver, work, values)
         return lambda solver, work, values: sparse_factorize(solver, work, values)
 
 
@@ -362,12 +413,16 @@ protocol.FUSED_SOLVE_PAIR.add(SparseLU)
 @overload(protocol.solve_pair, jit_options=protocol.JIT, inline="always")
 def _ov_solve_pair(solver, work, a, b):
     if protocol.is_type(solver, SparseLU):
+        if _contiguous(a, b):
+            return lambda solver, work, a, b: coded_solve_pair(solver, work, a, b)
         return lambda solver, work, a, b: sparse_solve_pair(solver, work, a, b)
 
 
 @overload(protocol.solve, jit_options=protocol.JIT, inline="always")
 def _ov_solve(solver, work, rhs):
     if protocol.is_type(solver, SparseLU):
+        if _contiguous(rhs):
+            return lambda solver, work, rhs: coded_solve(solver, work, rhs)
         return lambda solver, work, rhs: sparse_solve(solver, work, rhs)
 
 

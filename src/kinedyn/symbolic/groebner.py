@@ -20,6 +20,7 @@ from pathlib import Path
 
 import sympy as sp
 
+from .._cache import cache_root
 from .rational import rationalise_expr
 
 
@@ -83,9 +84,7 @@ class BasisResult:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("KINEDYN_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kinedyn")
-    return Path(root) / "groebner"
+    return cache_root() / "groebner"
 
 
 def basis_key(polys, gens) -> str:
