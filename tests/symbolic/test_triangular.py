@@ -192,15 +192,18 @@ def _follow(eqs, plan, times):
 
 
 @pytest.mark.parametrize("driven, blocks", [("theta1", [("triangular", 2), ("triangular", 2)]),
-                                            ("beta1", [("newton", 4)])])
+                                            ("beta1", [("torn", 4)])])
 def test_stephenson3_solution_flow(driven, blocks):
     """Thesis section 4.2.2 in joint coordinates q = (beta1..beta4, theta1), loops closed as
     in the thesis: driving theta1 solves the floating four-bar L_theta first (triangular, a
     quadratic) and leaves L_beta with beta2, beta3 known, triangular too (a quadratic) once
     its known coefficients are reduced (the plain basis times out) -- fully triangular, as
-    Fig. 4.8; driving beta1 couples both loops (4 unknowns). Each loop's equations are written in the frame of its middle body, so
-    L_theta involves only (beta2, beta3, theta1). Along the thesis's trajectory the plan equals
-    Newton and satisfies the constraints to round-off."""
+    Fig. 4.8; driving beta1 couples both loops (4 unknowns, no basis in 10 s), and the plan
+    tears them as the thesis's Fig. 4.7: the secant on beta2 alone, with L_theta (beta3,
+    theta1) and one closure of L_beta (beta4) in closed form inside. Each loop's equations are
+    written in the frame of its middle body, so L_theta involves only (beta2, beta3, theta1).
+    Along the thesis's trajectory the plan equals Newton and satisfies the constraints to
+    round-off."""
     from kinedyn.models.sixbar import STEPHENSON3_CUT
     eqs = planar_coordinates(kinedyn.models.get(f"stephenson3-{driven}").compile(),
                              joint_angles=True, cut=STEPHENSON3_CUT)
@@ -211,8 +214,39 @@ def test_stephenson3_solution_flow(driven, blocks):
         assert {s.name for s in eqs.phi[k].free_symbols} == {"joint_beta2", "joint_beta3", "joint_theta1"}
     plan = make_plan(eqs, time_limit=10)
     assert [(b.kind, len(b.unknowns)) for b in plan.blocks] == blocks, plan.report()
+    if driven == "beta1":
+        torn = plan.blocks[0]
+        assert names[torn.tear] == "joint.beta2"
+        assert [sorted(names[i] for i in b.unknowns) for b in torn.inner] == [
+            ["joint.beta3", "joint.theta1"], ["joint.beta4"]]
+        assert "secant on joint.beta2 alone" in plan.report()[0]
+        assert "as a whole: Groebner basis did not finish in 10 s" in plan.report()[0]
     worst, dev = _follow(eqs, plan, np.linspace(0, 1, 21))
     assert worst <= 1e-12 and dev <= 1e-10
+
+
+def test_torn_block_falls_back_to_newton():
+    """The beta1-driven Stephenson-III's torn block from a tear value 0.5 rad off: L_theta has
+    no real solution there, the secant stops and Newton on the whole block, from where the
+    call started, finds the configuration; the compiled secant does the same. Without
+    tearing the block is Newton's."""
+    from kinedyn.models.sixbar import STEPHENSON3_CUT
+    from kinedyn.symbolic.analysis import TriangularKinematics
+    model = kinedyn.models.get("stephenson3-beta1").compile()
+    eqs = planar_coordinates(model, joint_angles=True, cut=STEPHENSON3_CUT)
+    plan = make_plan(eqs, time_limit=10)
+    torn = plan.blocks[0]
+    q0 = plan.solve(eqs.q0.copy(), 0.0)
+    start = q0.copy()
+    start[torn.tear] -= 0.5
+    q = start.copy()
+    assert plan._torn_block(torn, q, 0.0, 1e-12, 30) is None      # fell back
+    assert np.abs(q - q0).max() <= 1e-10 and np.abs(eqs.residual(q, 0.0)).max() <= 1e-12
+    kin = TriangularKinematics(model, plan=plan, joint_angles=True, cut=STEPHENSON3_CUT)
+    qc = start.copy()
+    assert kin.generated.module.torn_0(qc, 0.0, 1e-12, 30) >= 1
+    assert np.abs(qc - q0).max() <= 1e-10
+    assert [b.kind for b in make_plan(eqs, time_limit=10, tear=False).blocks] == ["newton"]
 
 
 def test_reduced_retry_reported_when_it_also_times_out():
@@ -232,8 +266,8 @@ def test_landing_gear_constraints_are_the_thesis_equations():
     drawing units: our closures at C (written in the main strut's frame, the middle of loop
     ABCD) rotated to the fuselage frame, and at E, are those four polynomials up to sign at
     random configurations; the two loops couple all four dependent angles (one 4-unknown
-    block, SymPy's basis does not finish -- the digest's 30-min check) and the plan follows
-    Newton through the retraction."""
+    block, SymPy's basis does not finish -- the digest's 30-min check), which the plan tears
+    (secant on one angle), and it follows Newton through the retraction."""
     from kinedyn.models.sixbar import LANDING_GEAR_CUT
     model = kinedyn.models.landing_gear(driven=True, unit=1.0).compile()
     eqs = planar_coordinates(model, joint_angles=True, cut=LANDING_GEAR_CUT)
@@ -258,7 +292,10 @@ def test_landing_gear_constraints_are_the_thesis_equations():
         ours = np.r_[upper, lower]
         assert np.allclose(np.abs(ours), np.abs(thesis), atol=1e-9) and np.abs(thesis).min() > 1e-3
     plan = make_plan(eqs, time_limit=5)
-    assert [(b.kind, len(b.unknowns)) for b in plan.blocks] == [("newton", 4)]
+    assert [(b.kind, len(b.unknowns)) for b in plan.blocks] == [("torn", 4)]
     assert "did not finish in 5 s" in plan.report()[0]
+    # torn where the inner roots lie farthest apart at the start: at D (1.36), not at B
+    # (0.011, where the secant failed in a third of the steps)
+    assert [c.name for c in eqs.coordinates][plan.blocks[0].tear] == "joint.D"
     worst, dev = _follow(eqs, plan, np.linspace(0, 1, 11))
     assert worst <= 1e-9 and dev <= 1e-10

@@ -6,7 +6,8 @@ Measured side by side in one run, medians of repeated runs:
   step for global-dense (the paper's GMKL), global-sparse (GMA27), groups-dense and
   groups-sparse (GEOMP+MKL / GEOMP+MA27) with 1 and 2 outer threads, in the paper's setting
   (one Newton iteration per step, dt = 0.01; the paper: 26.5 µs per iteration on a 4-core i5)
-  and with fully converged steps (tolerance 1e-10);
+  and with fully converged steps (tolerance 1e-10); and global-sparse with the sparse LU's
+  generated code (the default) against its loops;
 * **scalable** - the ``scissor-platform-<legs>x<stages>`` family (leg groups of
   18 + 12 stages coordinates, close to the paper's nSG-HS): the same four variants, each with
   its best thread combination (listed), speed-ups relative to global-sparse (the paper's
@@ -37,6 +38,7 @@ from .._unmanaged import unmanaged
 from ..formulations import protocol
 from ..kinematics import Kinematics
 from ..kinematics.analysis import blas_threads
+from ..linalg import lu_codegen
 from ..models import get
 from .common import Report, time_call
 
@@ -123,6 +125,27 @@ def _factor_solve(solver_, swork_, values, rhs, n):
     return st
 
 
+def _generated_vs_loops(rep: Report, model, steps: int, repeat: int) -> None:
+    """Global-sparse paper step with the sparse LU's generated straight-line code (the default,
+    :mod:`kinedyn.linalg.lu_codegen`) and with its loops, alternated run by run."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        coded = _kinematics(model, "global", "sparse", 1, True)
+        os.environ[lu_codegen.SWITCH] = "0"
+        try:
+            loops = Kinematics(model, solver="sparse", fixed_iterations=True, max_iter=1)
+        finally:
+            del os.environ[lu_codegen.SWITCH]
+    us = {"generated": [], "loops": []}
+    with blas_threads(1):
+        for _ in range(repeat):
+            for name, kin in (("generated", coded), ("loops", loops)):
+                us[name].append(_us_per_step(kin, steps, 3))
+    gen, loop = (float(np.median(us[k])) for k in ("generated", "loops"))
+    rep.add_row("stewart-paper: sparse LU generated code vs loops (global, 1 Newton iteration, "
+                "1 thread)", us_generated=gen, us_loops=loop, loops_over_generated=loop / gen)
+
+
 def _crossover(rep: Report, quick: bool, repeat: int) -> None:
     """Dense vs sparse LU of the leg group's block, by group size (one thread each)."""
     ratios = []
@@ -191,6 +214,7 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
                         cpu_us_calling_thread=c,
                         cpu_us_all_threads=proc_us[strategy, solver, th],
                         cpu_vs_global_sparse=ref_cpu / c if th == (1, 1) else "")
+    _generated_vs_loops(rep, m, steps, repeat)
     rep.notes.append("paper (s. 5): Stewart platform 0.53 s for 20 000 iterations = 26.5 µs per "
                      "iteration on a 4-core Intel i5 with MKL")
     rep.notes.append("cpu_us_calling_thread: CPU time of the thread that runs the steps (with one "

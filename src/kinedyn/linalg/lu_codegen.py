@@ -41,6 +41,7 @@ from .._cache import cache_root
 LIMIT = 6000  # largest pattern work (updates + L\U entries) that gets generated code
 FACTORIZE, SOLVE, SOLVE_PAIR = 0, 1, 2  # positions of the addresses in a solver's ``code``
 NO_CODE = np.zeros(3, np.int64)
+SWITCH = "KINEDYN_SPARSE_CODEGEN"  # "0": every solver analysed from now on uses the loops
 
 _ENGINES: dict = {}  # IR digest -> (engine, addresses); kept for the life of the process
 _HEADER = "declare double @llvm.fabs.f64(double)"
@@ -176,10 +177,10 @@ def _target_machine():
 
 def compile_solver(solver) -> np.ndarray:
     """Addresses ``[factorize, solve, solve_pair]`` of the solver's generated functions (int64),
-    or :data:`NO_CODE` (zeros: use the loops) when the pattern's work exceeds ``LIMIT`` or is
-    empty."""
+    or :data:`NO_CODE` (zeros: use the loops) when the pattern's work exceeds ``LIMIT``, is
+    empty, or the environment variable ``KINEDYN_SPARSE_CODEGEN`` is ``0``."""
     work = len(solver.update) + int(solver.lu_indptr[-1])
-    if solver.n == 0 or work > LIMIT:
+    if solver.n == 0 or work > LIMIT or os.environ.get(SWITCH, "1") == "0":
         return NO_CODE
     text = module_ir(solver)
     machine = _target_machine()

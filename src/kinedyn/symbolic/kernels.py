@@ -116,6 +116,15 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
             kernels.append(Kernel(f"tri_{k}", ("q", "t"), _reads(q),
                                   _triangular_outputs(system, block, sub)))
             calls_tri.append(f"tri_{k}")
+        elif block.kind == "torn":
+            inner = [f"tri_{k}_{j}" for j in range(len(block.inner))]
+            kernels += [Kernel(name, ("q", "t"), _reads(q), _triangular_outputs(system, b, sub))
+                        for name, b in zip(inner, block.inner)]
+            kernels.append(Kernel(f"tres_{k}", ("q", "t", "r"), _reads(q),
+                                  [("r[0]", every[block.residual])]))
+            extra.append(_secant_source(f"torn_{k}", inner, f"tres_{k}", block, f"res_{k}",
+                                        f"newton_{k}"))
+            calls_tri.append(f"torn_{k}")
         else:
             calls_tri.append(f"newton_{k}")
     dep = np.array(system.dependent, np.int64)
@@ -202,6 +211,56 @@ def {name}(q, t, tol, max_iter):
         for a in range(cols.shape[0]):
             q[cols[a]] -= dq[a]{stop}
     return -1
+'''
+
+
+def _secant_source(name, inner, res, block, block_res, fallback):
+    """The secant method on a torn block's tear coordinate (:class:`~.triangular.TornBlock`):
+    first the whole block's residual (``block_res``) at the guess, as Newton checks it (a
+    tracked guess often satisfies a loose tolerance already); else each secant evaluation
+    runs the ``inner`` closed forms from the tear value and the ``res`` equation, and a
+    converged secant is checked on the whole block again (an inner square root clamped at a
+    negative discriminant leaves its own equation unsatisfied). If the secant stalls, meets a
+    NaN or fails that check, Newton on the whole block (``fallback``) from the values the call
+    started with. Returns the number of
+    closed-form evaluations (or Newton's iterations), -1 on failure."""
+    from .triangular import INNER_CHECK, SECANT_STEP
+    evaluate = "; ".join(f"{f}(q, t)" for f in inner)
+    unknowns = [int(u) for u in block.unknowns]
+    return f'''
+@njit(cache=True)
+def {name}(q, t, tol, max_iter):
+    rb = np.zeros({len(block.equations)})
+    {block_res}(q, t, rb)
+    if np.abs(rb).max() <= tol:
+        return 0
+    cols = np.array({unknowns}, dtype=np.int64)
+    start = np.empty(cols.shape[0])
+    for a in range(cols.shape[0]):
+        start[a] = q[cols[a]]
+    r = np.zeros(1)
+    x0 = q[{int(block.tear)}]
+    {evaluate}
+    {res}(q, t, r)
+    f = r[0]
+    x = x0 + {SECANT_STEP!r} * (1.0 + abs(x0))
+    for it in range(1, max_iter + 1):
+        if abs(f) <= tol:   # the inner equations too (not so where a root was clamped)
+            {block_res}(q, t, rb)
+            if np.abs(rb).max() <= max(tol, {INNER_CHECK!r}):
+                return it
+            break
+        f0 = f
+        q[{int(block.tear)}] = x
+        {evaluate}
+        {res}(q, t, r)
+        f = r[0]
+        if f == f0 or f != f:
+            break
+        x, x0 = x - f * (x - x0) / (f - f0), x
+    for a in range(cols.shape[0]):
+        q[cols[a]] = start[a]
+    return {fallback}(q, t, tol, max_iter)
 '''
 
 

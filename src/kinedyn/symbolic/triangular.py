@@ -202,6 +202,11 @@ def extract_triangular(basis, unknowns) -> list[Step] | str:
     return steps
 
 
+SECANT_STEP = 1e-7   # the secant's second point: x0 + SECANT_STEP (1 + |x0|)
+TEAR_TRIES = 8       # tear candidates (structurally best first) whose bases are tried
+INNER_CHECK = 1e-10  # a converged secant's inner equations: round-off, or a clamped root
+
+
 @dataclass
 class TriangularBlock:
     equations: tuple[int, ...]
@@ -241,6 +246,23 @@ class NewtonBlock:
     timed_out: bool = False        # the basis did not finish in its time limit
 
     kind = "newton"
+
+
+@dataclass
+class TornBlock:
+    """A block solved by iterating on one of its coordinates (tearing; the thesis's
+    beta1-driven Stephenson-III, Fig. 4.7, iterates on beta2 alone): with ``tear`` taken as
+    known, the block's equations but ``residual`` split into ``inner`` triangular blocks that
+    give the other unknowns in closed form, and the secant method on ``tear`` drives the
+    ``residual`` equation to zero. ``reason``: why the block as a whole is not triangular."""
+    equations: tuple[int, ...]
+    unknowns: tuple[int, ...]
+    tear: int                  # coordinate index iterated on
+    residual: int              # equation index left as the residual
+    inner: list                # TriangularBlocks in solution order
+    reason: str
+
+    kind = "torn"
 
 
 @dataclass
@@ -292,6 +314,12 @@ class Plan:
                 lines.append(f"block {k} [{what}]: triangular (basis {b.basis.seconds:.2f} s"
                              f"{', cached' if b.basis.cached else ''}{reduced}; step degrees "
                              f"{deg}{shape})")
+            elif b.kind == "torn":
+                inner = "; ".join("[" + ", ".join(names[i] for i in ib.unknowns) + "] degrees "
+                                  + "".join(str(st.degree) for st in ib.steps) for ib in b.inner)
+                lines.append(f"block {k} [{what}]: torn, secant on {names[b.tear]} alone with "
+                             f"residual {self.equation_names[b.residual]!r}; triangular inside: "
+                             f"{inner} -- as a whole: {b.reason}")
             else:
                 lines.append(f"block {k} [{what}]: Newton on {len(b.unknowns)} unknown(s){shape} -- {b.reason}")
         return lines
@@ -311,9 +339,43 @@ class Plan:
             if b.kind == "triangular":
                 f = _block_function(self.system, b)
                 q[list(b.unknowns)] = f(q, t)
+            elif b.kind == "torn":
+                self._torn_block(b, q, t, tol, max_iter)
             else:
                 self._newton_block(b, q, t, tol, max_iter)
         return q
+
+    def _torn_block(self, block, q, t, tol, max_iter):
+        """Secant on the tear coordinate, else (it stalls or leaves the inner blocks' real
+        roots) Newton on the whole block from where it started; the compiled twin is in
+        :mod:`.kernels`. Returns the number of closed-form evaluations, or None when it fell
+        back to Newton."""
+        unk = list(block.unknowns)
+        start = q[unk].copy()
+        fns = [(list(b.unknowns), _block_function(self.system, b)) for b in block.inner]
+
+        def residual(x):
+            q[block.tear] = x
+            for cols, f in fns:
+                q[cols] = f(q, t)
+            return float(np.asarray(self.numeric[0](q, float(t)), float).ravel()[block.residual])
+        eqs = list(block.equations)
+        x0 = q[block.tear]
+        f = residual(x0)
+        x = x0 + SECANT_STEP * (1.0 + abs(x0))
+        for it in range(1, max_iter + 1):
+            if abs(f) <= tol:  # the inner equations too (not so where a root was clamped)
+                if np.abs(np.asarray(self.numeric[0](q, float(t)), float).ravel()[eqs]).max() \
+                        <= max(tol, INNER_CHECK):
+                    return it
+                break
+            f0, f = f, residual(x)
+            if f == f0 or not np.isfinite(f):
+                break
+            x0, x = x, x - f * (x - x0) / (f - f0)
+        q[unk] = start
+        self._newton_block(block, q, t, tol, max_iter)
+        return None
 
     def _newton_block(self, block, q, t, tol, max_iter):
         eqs, unk = list(block.equations), list(block.unknowns)
@@ -359,7 +421,7 @@ def _block_function(system, block):
 def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
               use_cache: bool = True, tol: float = 1e-12, track: bool = True,
               sine_first=None, reduce_knowns: bool | None = None, rods: bool = True,
-              distance_time_limit: float = 10.0) -> Plan:
+              distance_time_limit: float = 10.0, tear: bool | None = None) -> Plan:
     """Block-triangular solution plan of ``system`` with branches chosen at ``system.q0``.
 
     order: optional coordinate names, eliminated first to last (default: reverse traversal
@@ -381,6 +443,11 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
     (their bases get at most ``distance_time_limit`` s: the thesis found them too complex and
     iterated), then each rod's own coordinates from its three joint equations, one small
     triangular block per rod ((5.4)-(5.7)). Without rods, or ``rods=False``, one stage.
+
+    tear: a block that is not triangular as a whole is torn where possible
+    (:func:`_tear`: one coordinate iterated on by the secant method, the rest in closed form,
+    thesis Fig. 4.7); default None: planar systems (not ``reduce_knowns``), whose bases are
+    quick enough to search; False keeps Newton on the whole block.
     """
     if not system.n_c:  # e.g. an open chain in joint coordinates
         raise ModelError(f"{system.name}: no constraints in its symbolic coordinates, so "
@@ -388,6 +455,8 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
                          "use method='augmented', 'hdca' or the relative formulation)")
     if reduce_knowns is None:
         reduce_knowns = getattr(system, "reduce_knowns", None)
+    if tear is None:
+        tear = not reduce_knowns
     dep = list(system.dependent)
     legs = [r for r in getattr(system, "rods", ()) if rods and set(r.coordinates) <= set(dep)]
     lu = _dm_blocks(system, range(system.n_c), dep, system.phi)
@@ -417,12 +486,80 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
             unk = tuple(sorted(unk, key=lambda i: rank.get(i, direction * i - 10 ** 6)))
             block = _block(system, phi, plan.equation_names, eqs, unk, fixed or set(), limit,
                            use_cache, tol, track, reduce_knowns)
-            if fixed is None and block.kind == "triangular" and not reduce_knowns \
-                    and not block.definitions:    # a plain (unreduced) triangular block
-                block = _auto_sine_first(system, phi, plan.equation_names, block, limit,
-                                         use_cache, tol, track)
+            block = _sine_first_variant(system, phi, plan.equation_names, block, fixed, limit,
+                                        use_cache, tol, track, reduce_knowns)
+            if block.kind == "newton" and tear:
+                arrange = lambda u, d=direction: tuple(sorted(  # noqa: E731
+                    u, key=lambda i: rank.get(i, d * i - 10 ** 6)))
+                block = _tear(system, phi, plan.equation_names, block, arrange, fixed, limit,
+                              use_cache, tol, track, reduce_knowns) or block
             plan.blocks.append(block)
     return plan
+
+
+def _sine_first_variant(system, phi, names, block, fixed, time_limit, use_cache, tol, track,
+                        reduce_knowns):
+    """The block as :func:`_auto_sine_first` orders it, for plain (unreduced) triangular blocks
+    when the caller did not fix the order."""
+    if fixed is None and block.kind == "triangular" and not reduce_knowns \
+            and not block.definitions:
+        return _auto_sine_first(system, phi, names, block, time_limit, use_cache, tol, track)
+    return block
+
+
+def _tear(system, phi, names, block, arrange, fixed, time_limit, use_cache, tol, track,
+          reduce_knowns):
+    """A :class:`TornBlock` for a block that is not triangular as a whole, or None.
+
+    Candidates: every (tear coordinate, residual equation) pair for which the other
+    equations determine the other unknowns (Dulmage-Mendelsohn on them); the structurally
+    best first -- smallest largest sub-block, then the fewest known angles in it (their sines
+    and cosines multiply the unknowns' in every coefficient, which is what makes bases
+    slow), then the plan's coordinate order. Of the structurally best ones (at most
+    ``TEAR_TRIES`` tried) whose sub-blocks are all triangular within the time limit, the one
+    whose inner quadratics have the farthest-apart roots at the initial configuration: where
+    two roots meet, an inner block is at a limit position, its solution stops being smooth in
+    the tear value, and the secant fails (the driven landing gear torn at B: roots 0.011
+    apart at the start, and the secant failed in 39 % of the 1-ms steps). ``arrange`` puts a
+    sub-block's unknowns in the plan's elimination order. The Stephenson-III driven by beta1
+    tears at beta3: L_theta gives theta1 and beta2, one closure equation of L_beta gives
+    beta4, and the other is the residual."""
+    eqs, unk = block.equations, block.unknowns
+    if len(unk) < 2:
+        return None
+    co = system.coordinates
+    candidates = []
+    for u in unk:
+        for r in eqs:
+            try:
+                parts = _dm_blocks(system, [e for e in eqs if e != r], [c for c in unk if c != u],
+                                   phi)
+            except ModelError:
+                continue
+            b_eqs, b_unk = max(parts, key=lambda p: len(p[1]))
+            read = set().union(*(phi[e].free_symbols for e in b_eqs))
+            known_angles = sum(1 for i, c in enumerate(co)
+                               if c.angle and i not in b_unk and c.symbol in read)
+            candidates.append(((len(b_unk), known_angles, unk.index(u), eqs.index(r)), u, r,
+                               parts))
+    found = []   # (smallest root separation of the inner quadratics at q0, TornBlock)
+    for key, u, r, parts in sorted(candidates, key=lambda c: c[0])[:TEAR_TRIES]:
+        if found and key[:2] != found[0][2]:
+            break    # structurally worse than the torn blocks found
+        inner = []
+        for b_eqs, b_unk in parts:
+            sub = _block(system, phi, names, b_eqs, arrange(b_unk), fixed or set(), time_limit,
+                         use_cache, tol, track, reduce_knowns)
+            if sub.kind != "triangular":
+                break
+            inner.append(_sine_first_variant(system, phi, names, sub, fixed, time_limit,
+                                             use_cache, tol, track, reduce_knowns))
+        else:
+            found.append((min(b.separation for b in inner), len(found), key[:2],
+                          TornBlock(eqs, unk, u, r, inner, block.reason)))
+    if found:
+        return max(found, key=lambda f: (f[0], -f[1]))[3]
+    return None
 
 
 def _dm_blocks(system, equations, unknowns, phi) -> list[tuple[tuple, tuple]]:
