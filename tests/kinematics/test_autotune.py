@@ -11,8 +11,8 @@ from kinedyn.models import get
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    return tmp_path / "kinedyn" / "autotune"
+    monkeypatch.setenv("KINEDYN_CACHE", str(tmp_path))  # kinedyn._cache.cache_root
+    return tmp_path / "autotune"
 
 
 def rel(a, b):

@@ -97,18 +97,20 @@ def test_3rrr_mixed_coordinates_one_block_per_leg():
 
 def test_block_triangular_fallback_when_basis_times_out(tmp_path, monkeypatch):
     """3-RRR in joint coordinates with the motor angles independent: the two coupled loops'
-    basis does not finish within the limit, so the plan iterates on that block only."""
+    basis does not finish within the limit, so the plan iterates on that block only -- by
+    Newton without tearing, by the secant on one torn coordinate with it (the default); both
+    solve the constraints from a perturbed guess."""
     monkeypatch.setenv("KINEDYN_CACHE", str(tmp_path))
     eqs = planar_coordinates(kinedyn.models.get("3-rrr-driven").compile())
-    plan = make_plan(eqs, time_limit=0.5)
-    kinds = [b.kind for b in plan.blocks]
-    assert "newton" in kinds
-    text = "\n".join(plan.report())
-    assert "did not finish in 0.5 s" in text and "fall-back: Newton" in text
     q = eqs.q0.copy()
     q[list(eqs.dependent)] += 0.01
-    sol = plan.solve(q)
-    assert np.abs(eqs.residual(sol)).max() <= 1e-12
+    for tear, kind in ((False, "newton"), (True, "torn")):
+        plan = make_plan(eqs, time_limit=0.5, tear=tear)
+        assert kind in [b.kind for b in plan.blocks]
+        text = "\n".join(plan.report())
+        assert "did not finish in 0.5 s" in text and "fall-back: Newton" in text
+        sol = plan.solve(q)
+        assert np.abs(eqs.residual(sol)).max() <= 1e-12
 
 
 def test_other_branch_is_the_other_assembly_mode(slider):
@@ -251,12 +253,13 @@ def test_torn_block_falls_back_to_newton():
 
 def test_reduced_retry_reported_when_it_also_times_out():
     """The Stephenson-III's L_beta with beta2, beta3 known (two known angles): with a time
-    limit too short for either basis the block falls back to Newton, and the report says that
-    the retry with the known coefficients reduced did not finish either."""
+    limit too short for either basis the block falls back to Newton (tearing off: it would tear
+    the 2-unknown block), and the report says that the retry with the known coefficients
+    reduced did not finish either."""
     from kinedyn.models.sixbar import STEPHENSON3_CUT
     eqs = planar_coordinates(kinedyn.models.get("stephenson3-theta1").compile(),
                              joint_angles=True, cut=STEPHENSON3_CUT)
-    plan = make_plan(eqs, time_limit=0.2, use_cache=False)
+    plan = make_plan(eqs, time_limit=0.2, use_cache=False, tear=False)
     assert plan.blocks[1].kind == "newton"
     assert plan.report()[1].endswith("with the known coefficients reduced: did not finish either")
 

@@ -15,8 +15,10 @@ the same checks (a multiplier above the growth limit, a pivot that is zero or sm
 returns 2, re-analyse), so the results are bit-identical; the tests compare them.
 
 The IR goes to LLVM's MCJIT in this process (llvmlite, which Numba ships: no C compiler
-needed). Compiling takes about 0.4 s for the Stewart platform and grows with the pattern, so
-patterns whose work (:func:`.sparse.cost`) exceeds ``LIMIT`` keep the loops; the object code is
+needed). Compiling takes about 0.4 s for the Stewart platform and grows with the pattern
+(scissor-platform-6x4's global Jacobian, work 9579: about 4 s, paper step 30.6 -> 20.4 µs;
+6x9, work 24021: about 18 s, 65.4 -> 47.9 µs), so patterns whose work (:func:`.sparse.cost`)
+exceeds ``LIMIT`` keep the loops; the object code is
 cached on disk (``lu/`` under :func:`kinedyn._cache.cache_root`), keyed by the IR and the host
 CPU, and in memory for the life of the process (the addresses stay valid while it runs: the
 engines are never freed). Compiled kernels call the functions through their addresses
@@ -38,7 +40,7 @@ from numba.np.arrayobj import make_array
 
 from .._cache import cache_root
 
-LIMIT = 6000  # largest pattern work (updates + L\U entries) that gets generated code
+LIMIT = 12000  # largest pattern work (updates + L\U entries) that gets generated code
 FACTORIZE, SOLVE, SOLVE_PAIR = 0, 1, 2  # positions of the addresses in a solver's ``code``
 NO_CODE = np.zeros(3, np.int64)
 SWITCH = "KINEDYN_SPARSE_CODEGEN"  # "0": every solver analysed from now on uses the loops

@@ -124,6 +124,8 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
                                   [("r[0]", every[block.residual])]))
             extra.append(_secant_source(f"torn_{k}", inner, f"tres_{k}", block, f"res_{k}",
                                         f"newton_{k}"))
+            if _RESET not in extra:
+                extra.append(_RESET)
             calls_tri.append(f"torn_{k}")
         else:
             calls_tri.append(f"newton_{k}")
@@ -222,11 +224,16 @@ def _secant_source(name, inner, res, block, block_res, fallback):
     converged secant is checked on the whole block again (an inner square root clamped at a
     negative discriminant leaves its own equation unsatisfied). If the secant stalls, meets a
     NaN or fails that check, Newton on the whole block (``fallback``) from the values the call
-    started with. Returns the number of
-    closed-form evaluations (or Newton's iterations), -1 on failure."""
+    started with. Returns the number of closed-form evaluations (or Newton's iterations), -1
+    on failure."""
     from .triangular import INNER_CHECK, SECANT_STEP
-    evaluate = "; ".join(f"{f}(q, t)" for f in inner)
-    unknowns = [int(u) for u in block.unknowns]
+    tear = int(block.tear)
+    others = [int(u) for u in block.unknowns if int(u) != tear]
+    # every evaluation starts from the guess: the inner closed forms keep the roots nearest
+    # the unknowns' values in q, which must be the guess's, not the last secant iterate's (the
+    # free Stephenson-III near its limit position: an iterate's roots on the other assembly
+    # mode led the next evaluations there, and the secant converged on that mode)
+    evaluate = "reset(q, cols, start); " + "; ".join(f"{f}(q, t)" for f in inner)
     return f'''
 @njit(cache=True)
 def {name}(q, t, tol, max_iter):
@@ -234,12 +241,13 @@ def {name}(q, t, tol, max_iter):
     {block_res}(q, t, rb)
     if np.abs(rb).max() <= tol:
         return 0
-    cols = np.array({unknowns}, dtype=np.int64)
+    cols = np.array({others}, dtype=np.int64)
     start = np.empty(cols.shape[0])
     for a in range(cols.shape[0]):
         start[a] = q[cols[a]]
     r = np.zeros(1)
-    x0 = q[{int(block.tear)}]
+    x0 = q[{tear}]
+    tear0 = x0
     {evaluate}
     {res}(q, t, r)
     f = r[0]
@@ -251,16 +259,24 @@ def {name}(q, t, tol, max_iter):
                 return it
             break
         f0 = f
-        q[{int(block.tear)}] = x
+        q[{tear}] = x
         {evaluate}
         {res}(q, t, r)
         f = r[0]
         if f == f0 or f != f:
             break
         x, x0 = x - f * (x - x0) / (f - f0), x
-    for a in range(cols.shape[0]):
-        q[cols[a]] = start[a]
+    q[{tear}] = tear0
+    reset(q, cols, start)
     return {fallback}(q, t, tol, max_iter)
+'''
+
+
+_RESET = '''
+@njit(cache=True)
+def reset(q, cols, values):
+    for a in range(cols.shape[0]):
+        q[cols[a]] = values[a]
 '''
 
 

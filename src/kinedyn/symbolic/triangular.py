@@ -204,7 +204,7 @@ def extract_triangular(basis, unknowns) -> list[Step] | str:
 
 SECANT_STEP = 1e-7   # the secant's second point: x0 + SECANT_STEP (1 + |x0|)
 TEAR_TRIES = 8       # tear candidates (structurally best first) whose bases are tried
-INNER_CHECK = 1e-10  # a converged secant's inner equations: round-off, or a clamped root
+INNER_CHECK = 1e-12  # a converged secant's inner equations: round-off, or a clamped root
 
 
 @dataclass
@@ -354,8 +354,11 @@ class Plan:
         start = q[unk].copy()
         fns = [(list(b.unknowns), _block_function(self.system, b)) for b in block.inner]
 
-        def residual(x):
+        others = [i for i in unk if i != block.tear]
+
+        def residual(x):   # from the guess each time: the inner roots nearest it (kernels.py)
             q[block.tear] = x
+            q[others] = start[[unk.index(i) for i in others]]
             for cols, f in fns:
                 q[cols] = f(q, t)
             return float(np.asarray(self.numeric[0](q, float(t)), float).ravel()[block.residual])
