@@ -165,8 +165,11 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
             f"ROD_COL = np.array({rod_cols}, dtype=np.int64).reshape(({len(rod_cols)}, 2))",
             f"MCORE_ = {len(core_rows)}", f"NRC_ = {len(core_cols)}", f"NROD_ = {len(rod_rows)}"])
     module, ops = build_module(name or system.name, kernels, "\n".join(extra), header, backend)
+    # closed forms once (a torn block's inner ones: per secant evaluation)
     tri_ops = ops["tri_all"] if fused else _sum_ops(
-        [ops[f"tri_{k}"] for k, b in enumerate(plan.blocks) if b.kind == "triangular"])
+        [ops[f"tri_{k}"] for k, b in enumerate(plan.blocks) if b.kind == "triangular"]
+        + [ops[f"tri_{k}_{j}"] for k, b in enumerate(plan.blocks) if b.kind == "torn"
+           for j in range(len(b.inner))])
     ops["position_triangular"] = tri_ops
     return GeneratedKinematics(module, ops, dep, ind)
 
