@@ -353,7 +353,6 @@ class Plan:
         unk = list(block.unknowns)
         start = q[unk].copy()
         fns = [(list(b.unknowns), _block_function(self.system, b)) for b in block.inner]
-
         others = [i for i in unk if i != block.tear]
 
         def residual(x):   # from the guess each time: the inner roots nearest it (kernels.py)
@@ -525,8 +524,8 @@ def _tear(system, phi, names, block, arrange, fixed, time_limit, use_cache, tol,
     the tear value, and the secant fails (the driven landing gear torn at B: roots 0.011
     apart at the start, and the secant failed in 39 % of the 1-ms steps). ``arrange`` puts a
     sub-block's unknowns in the plan's elimination order. The Stephenson-III driven by beta1
-    tears at beta3: L_theta gives theta1 and beta2, one closure equation of L_beta gives
-    beta4, and the other is the residual."""
+    tears at beta2, as the thesis's Fig. 4.7: L_theta gives beta3 and theta1, one closure
+    equation of L_beta gives beta4, and the other is the residual."""
     eqs, unk = block.equations, block.unknowns
     if len(unk) < 2:
         return None
@@ -545,7 +544,7 @@ def _tear(system, phi, names, block, arrange, fixed, time_limit, use_cache, tol,
                                if c.angle and i not in b_unk and c.symbol in read)
             candidates.append(((len(b_unk), known_angles, unk.index(u), eqs.index(r)), u, r,
                                parts))
-    found = []   # (smallest root separation of the inner quadratics at q0, TornBlock)
+    found = []   # (smallest inner root separation at q0, order tried, key, TornBlock)
     for key, u, r, parts in sorted(candidates, key=lambda c: c[0])[:TEAR_TRIES]:
         if found and key[:2] != found[0][2]:
             break    # structurally worse than the torn blocks found
