@@ -17,6 +17,7 @@ Pipeline for one system Phi(q, t) = 0 with independent coordinates qi:
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -204,6 +205,8 @@ def extract_triangular(basis, unknowns) -> list[Step] | str:
 
 SECANT_STEP = 1e-7   # the secant's second point: x0 + SECANT_STEP (1 + |x0|)
 TEAR_TRIES = 8       # tear candidates (structurally best first) whose bases are tried
+TEAR_BUDGET = 30.0   # s: no further candidate is tried after this (bases are cached after)
+TEAR_TIME_LIMIT = 10.0  # s: the time limit of each basis in the search
 INNER_CHECK = 1e-12  # a converged secant's inner equations: round-off, or a clamped root
 
 
@@ -518,7 +521,8 @@ def _tear(system, phi, names, block, arrange, fixed, time_limit, use_cache, tol,
     best first -- smallest largest sub-block, then the fewest known angles in it (their sines
     and cosines multiply the unknowns' in every coefficient, which is what makes bases
     slow), then the plan's coordinate order. Of the structurally best ones (at most
-    ``TEAR_TRIES`` tried) whose sub-blocks are all triangular within the time limit, the one
+    ``TEAR_TRIES`` tried, none started after ``TEAR_BUDGET`` s, each basis limited to
+    ``TEAR_TIME_LIMIT`` s) whose sub-blocks are all triangular in time, the one
     whose inner quadratics have the farthest-apart roots at the initial configuration: where
     two roots meet, an inner block is at a limit position, its solution stops being smooth in
     the tear value, and the secant fails (the driven landing gear torn at B: roots 0.011
@@ -545,16 +549,18 @@ def _tear(system, phi, names, block, arrange, fixed, time_limit, use_cache, tol,
             candidates.append(((len(b_unk), known_angles, unk.index(u), eqs.index(r)), u, r,
                                parts))
     found = []   # (smallest inner root separation at q0, order tried, key, TornBlock)
+    deadline = time.monotonic() + TEAR_BUDGET
+    limit = min(time_limit, TEAR_TIME_LIMIT)
     for key, u, r, parts in sorted(candidates, key=lambda c: c[0])[:TEAR_TRIES]:
-        if found and key[:2] != found[0][2]:
-            break    # structurally worse than the torn blocks found
+        if (found and key[:2] != found[0][2]) or time.monotonic() > deadline:
+            break    # structurally worse than the torn blocks found, or out of time
         inner = []
         for b_eqs, b_unk in parts:
-            sub = _block(system, phi, names, b_eqs, arrange(b_unk), fixed or set(), time_limit,
+            sub = _block(system, phi, names, b_eqs, arrange(b_unk), fixed or set(), limit,
                          use_cache, tol, track, reduce_knowns)
             if sub.kind != "triangular":
                 break
-            inner.append(_sine_first_variant(system, phi, names, sub, fixed, time_limit,
+            inner.append(_sine_first_variant(system, phi, names, sub, fixed, limit,
                                              use_cache, tol, track, reduce_knowns))
         else:
             found.append((min(b.separation for b in inner), len(found), key[:2],
