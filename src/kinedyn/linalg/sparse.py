@@ -371,28 +371,54 @@ def sparse_solve_pair(s, w, a, b):
 
 
 # the same operations by the solver's generated code when it has some (C-contiguous arrays only:
-# the code gets their data pointers), else by the loops above
+# the code gets their data pointers), else by the loops above. The choice is made in these
+# plain-array workers: a branch in the IR-inlined wrappers made Numba's inliner warn
+# (NumbaIRAssumptionWarning) in every integrator that inlines them.
+@nb.njit(cache=True, nogil=True)
+def _coded_factorize_w(code, n, source, target, target_row, fill_pos, update, lu_indptr,
+                       lu_indices, lu_diag, pivot_tol, growth_limit, lu, scale, inv_diag, values):
+    if code != 0:
+        return call(code, (values, lu, inv_diag), (pivot_tol, growth_limit))
+    return _factorize_w(n, source, target, target_row, fill_pos, update, lu_indptr, lu_indices,
+                        lu_diag, pivot_tol, growth_limit, lu, scale, inv_diag, values)
+
+
+@nb.njit(cache=True, nogil=True)
+def _coded_solve_w(code, n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x,
+                   rhs):
+    if code != 0:
+        call(code, (lu, inv_diag, rhs), ())
+    else:
+        _solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x, rhs)
+
+
+@nb.njit(cache=True, nogil=True)
+def _coded_solve_pair_w(code, n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag,
+                        x, y, a, b):
+    if code != 0:
+        call(code, (lu, inv_diag, a, b), ())
+    else:
+        _solve_pair_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x, y,
+                      a, b)
+
+
 @nb.njit(cache=True, nogil=True, inline="always")
 def coded_factorize(s, w, values):
-    if s.code[FACTORIZE] != 0:
-        return call(s.code[FACTORIZE], (values, w.lu, w.inv_diag), (s.pivot_tol, s.growth_limit))
-    return sparse_factorize(s, w, values)
+    return _coded_factorize_w(s.code[FACTORIZE], s.n, s.source, s.target, s.target_row,
+                              s.fill_pos, s.update, s.lu_indptr, s.lu_indices, s.lu_diag,
+                              s.pivot_tol, s.growth_limit, w.lu, w.scale, w.inv_diag, values)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def coded_solve(s, w, rhs):
-    if s.code[SOLVE] != 0:
-        call(s.code[SOLVE], (w.lu, w.inv_diag, rhs), ())
-    else:
-        sparse_solve(s, w, rhs)
+    _coded_solve_w(s.code[SOLVE], s.n, s.lu_indptr, s.lu_indices, s.lu_diag, s.row_perm,
+                   s.col_perm, w.lu, w.inv_diag, w.x, rhs)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def coded_solve_pair(s, w, a, b):
-    if s.code[SOLVE_PAIR] != 0:
-        call(s.code[SOLVE_PAIR], (w.lu, w.inv_diag, a, b), ())
-    else:
-        sparse_solve_pair(s, w, a, b)
+    _coded_solve_pair_w(s.code[SOLVE_PAIR], s.n, s.lu_indptr, s.lu_indices, s.lu_diag,
+                        s.row_perm, s.col_perm, w.lu, w.inv_diag, w.x, w.x2, a, b)
 
 
 def _contiguous(*arrays) -> bool:
