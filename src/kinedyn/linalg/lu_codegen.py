@@ -179,11 +179,9 @@ def _target_machine():
 
 def compile_solver(solver) -> np.ndarray:
     """Addresses ``[factorize, solve, solve_pair]`` of the solver's generated functions (int64),
-    or :data:`NO_CODE` (zeros: use the loops) when the pattern's work exceeds ``LIMIT``, is
-    empty, or the environment variable ``KINEDYN_SPARSE_CODEGEN`` is ``0``."""
-    work = len(solver.update) + int(solver.lu_indptr[-1])
-    if solver.n == 0 or work > LIMIT or os.environ.get(SWITCH, "1") == "0":
-        return NO_CODE
+    or :data:`NO_CODE` (zeros: use the loops) when LLVM refuses the IR. Whether a pattern gets
+    code at all (its work against ``LIMIT``, the ``KINEDYN_SPARSE_CODEGEN`` switch) is decided
+    by :func:`.sparse.with_code`."""
     text = module_ir(solver)
     machine = _target_machine()
     key = hashlib.sha256("\n".join([text, llvmlite.__version__, machine.triple,

@@ -24,6 +24,7 @@ same to the bit.
 """
 from __future__ import annotations
 
+import os
 from typing import NamedTuple
 
 import numba as nb
@@ -34,7 +35,8 @@ import heapq
 from scipy.sparse.linalg import splu
 
 from ..formulations import protocol
-from .lu_codegen import FACTORIZE, NO_CODE, SOLVE, SOLVE_PAIR, call, compile_solver
+from . import lu_codegen
+from .lu_codegen import FACTORIZE, NO_CODE, SOLVE, SOLVE_PAIR, call
 from .subsystem import Block
 
 OK, SINGULAR, REPIVOT = 0, 1, 2
@@ -123,8 +125,11 @@ def _cheapest(block, sample_values, pivot_tol, diag_pivot_thresh, growth_limit, 
 
 def with_code(solver: SparseLU, codegen: bool = True) -> SparseLU:
     """The solver with generated straight-line code for its pattern (:mod:`.lu_codegen`; the
-    loops when ``codegen`` is False or the pattern is too large)."""
-    return solver._replace(code=compile_solver(solver) if codegen else NO_CODE)
+    loops when ``codegen`` is False, the pattern is empty or its :func:`cost` exceeds
+    ``lu_codegen.LIMIT``, or the environment variable ``KINEDYN_SPARSE_CODEGEN`` is ``0``)."""
+    wanted = (codegen and solver.n > 0 and cost(solver) <= lu_codegen.LIMIT
+              and os.environ.get(lu_codegen.SWITCH, "1") != "0")
+    return solver._replace(code=lu_codegen.compile_solver(solver) if wanted else NO_CODE)
 
 
 def _analyse_order(block, sample_values, pivot_tol, diag_pivot_thresh, growth_limit, spec):

@@ -348,6 +348,10 @@ class Plan:
                 self._newton_block(b, q, t, tol, max_iter)
         return q
 
+    def _residuals(self, q, t) -> np.ndarray:
+        """All equations (Phi, then the derived ones) at q, t, as a flat array."""
+        return np.asarray(self.numeric[0](q, float(t)), float).ravel()
+
     def _torn_block(self, block, q, t, tol, max_iter):
         """Secant on the tear coordinate, else (it stalls or leaves the inner blocks' real
         roots) Newton on the whole block from where it started; the compiled twin is in
@@ -363,15 +367,14 @@ class Plan:
             q[others] = start[[unk.index(i) for i in others]]
             for cols, f in fns:
                 q[cols] = f(q, t)
-            return float(np.asarray(self.numeric[0](q, float(t)), float).ravel()[block.residual])
+            return float(self._residuals(q, t)[block.residual])
         eqs = list(block.equations)
         x0 = q[block.tear]
         f = residual(x0)
         x = x0 + SECANT_STEP * (1.0 + abs(x0))
         for it in range(1, max_iter + 1):
             if abs(f) <= tol:  # the inner equations too (not so where a root was clamped)
-                if np.abs(np.asarray(self.numeric[0](q, float(t)), float).ravel()[eqs]).max() \
-                        <= max(tol, INNER_CHECK):
+                if np.abs(self._residuals(q, t)[eqs]).max() <= max(tol, INNER_CHECK):
                     return it
                 break
             f0, f = f, residual(x)
@@ -384,7 +387,7 @@ class Plan:
 
     def _newton_block(self, block, q, t, tol, max_iter):
         eqs, unk = list(block.equations), list(block.unknowns)
-        res = lambda: np.asarray(self.numeric[0](q, float(t)), float).ravel()[eqs]  # noqa: E731
+        res = lambda: self._residuals(q, t)[eqs]  # noqa: E731
         for _ in range(max_iter):
             r = res()
             if np.abs(r).max() <= tol:
