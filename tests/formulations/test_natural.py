@@ -53,16 +53,29 @@ def test_compiled_matches_reference(case):
     np.testing.assert_allclose(Q, f.reference_forces(q, qd, t), atol=1e-11)
 
 
-def test_compiled_subset_of_rows(case):
-    """Evaluating a subset of rows (a structural group) gives those rows of the full result."""
+@pytest.mark.parametrize("listed", [False, True], ids=["row array", "row set"])
+def test_compiled_subset_of_rows(case, listed):
+    """Evaluating a subset of rows (a structural group) gives those rows of the full result,
+    to the bit, whether the rows come as an array (entities looked up per row) or as a
+    ``RowSet`` (its entities computed in one loop)."""
     f, q, qd, t = case
-    phi_all, J_all, _, gam_all, _ = compiled(f, q, qd, t)
+    phi_all, J_all, pt_all, gam_all, _ = compiled(f, q, qd, t)
     rows = np.arange(f.n_c)[::3].copy()
+    select = f.row_selection(rows) if listed else rows
+    if listed:
+        ents = f.data.con_ent[rows]
+        assert set(select.ents) == set(ents[ents >= 0].tolist())
     D, w = f.data, f.make_work()
-    phi, gam = np.zeros(len(rows)), np.zeros(len(rows))
-    natural_phi(D, w, q, t, rows, phi)
-    natural_gamma(D, w, q, qd, t, rows, gam)
+    phi, pt, gam = np.zeros(len(rows)), np.zeros(len(rows)), np.zeros(len(rows))
+    vals = np.zeros(len(D.jac_indices))
+    natural_phi(D, w, q, t, select, phi)
+    natural_phi_q(D, w, q, t, select, vals)
+    natural_phi_t(D, w, q, t, select, pt)
+    natural_gamma(D, w, q, qd, t, select, gam)
+    J = sps.csr_matrix((vals, D.jac_indices, D.jac_indptr), shape=(f.n_c, f.n_q)).toarray()
     np.testing.assert_array_equal(phi, phi_all[rows])
+    np.testing.assert_array_equal(J[rows], J_all[rows])
+    np.testing.assert_array_equal(pt, pt_all[rows])
     np.testing.assert_array_equal(gam, gam_all[rows])
 
 

@@ -5,6 +5,8 @@ import pytest
 from kinedyn import errors as kd_errors
 from kinedyn.errors import ConvergenceError, UnknownNameError
 from kinedyn.kinematics import Kinematics
+from kinedyn.linalg import lu_codegen
+from kinedyn.linalg.sparse import cost
 from kinedyn.models import get
 
 MODELS = ["four-bar-driven", "3-rrr-driven", "gough-stewart-driven", "stewart-paper"]
@@ -117,6 +119,29 @@ def test_paper_step_by_level_gives_each_groups_arithmetic():
         for field in ("q", "qd", "qdd"):
             np.testing.assert_array_equal(getattr(par, field), getattr(serial, field))
         threaded.engine.close()
+
+
+def test_large_levels_call_each_groups_code(monkeypatch):
+    """A level whose block-diagonal system is too large for code of its own calls each group's
+    generated LU on its part of the arrays: the same results, bit for bit, as the level
+    compiled as one, serial and threaded."""
+    m = get("scissor-platform-6x1").compile()
+    kw = dict(strategy="groups", fixed_iterations=True, max_iter=2)
+    whole = Kinematics(m, **kw)
+    legs = whole.engine.levels.solvers[1]
+    assert len(legs.code) == lu_codegen.CODE_WIDTH  # one code for the six legs together
+    expected = whole.simulate(0.3, 0.01)
+    monkeypatch.setattr(lu_codegen, "LIMIT", max(cost(s) for s in whole.engine.solvers))
+    for threads in ((1, 1), (2, 1)):
+        kin = Kinematics(m, threads=threads, **kw)
+        units = kin.engine.levels if threads[0] == 1 else kin.engine.runner.units
+        per_block = [s for s, groups in zip(units.solvers, units.groups) if len(groups) > 1]
+        assert per_block and all(len(s.code) == lu_codegen.CODE_WIDTH * len(g) for s, g in
+                                 zip(per_block, [g for g in units.groups if len(g) > 1]))
+        got = kin.simulate(0.3, 0.01)
+        for field in ("q", "qd", "qdd"):
+            np.testing.assert_array_equal(getattr(got, field), getattr(expected, field))
+        kin.engine.close()
 
 
 def test_threaded_failure_names_group():

@@ -13,6 +13,7 @@ from kinedyn.formulations import protocol
 from kinedyn.linalg import lu_codegen
 from kinedyn.linalg.sparse import (NO_CODE, ORDERINGS, REPIVOT, analyse, block_diagonal,
                                    with_code)
+from kinedyn.linalg.sparse import cost as sparse_cost
 
 from .test_lu import full_block, random_system
 
@@ -122,8 +123,9 @@ def test_object_code_is_cached_on_disk(monkeypatch, tmp_path):
     assert list((tmp_path / "lu").glob("*.o")) == files
 
 
-def test_block_diagonal_solver_gets_its_own_code():
-    blocks = [random_system(n, 0.3, 30 + n) for n in (5, 9, 9)]
+def diagonal_parts(sizes=(5, 9, 9)):
+    """Analyses of random blocks whose entries lie one after the other in ``values``."""
+    blocks = [random_system(n, 0.3, 30 + n) for n in sizes]
     values = np.concatenate([B.data for B in blocks])
     parts, start = [], 0
     for B in blocks:
@@ -131,12 +133,49 @@ def test_block_diagonal_solver_gets_its_own_code():
         blk = type(blk)(blk.rows, blk.cols, blk.indptr, blk.indices, blk.source + start)
         parts.append(analyse(blk, values))
         start += B.nnz
+    return parts, values
+
+
+def loops_of(solver_work):
+    solver, work = solver_work
+    return solver._replace(code=NO_CODE), type(work)(*[w.copy() for w in work])
+
+
+def test_block_diagonal_solver_gets_its_own_code():
+    parts, values = diagonal_parts()
     coded, work = block_diagonal(parts)
-    assert coded.code[0] != 0
-    plain = (coded._replace(code=NO_CODE), type(work)(*[w.copy() for w in work]))
+    assert coded.code[0] != 0 and len(coded.code) == lu_codegen.CODE_WIDTH
+    plain = loops_of((coded, work))
     rhs = np.random.default_rng(3).standard_normal(23)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         x1, x2 = run((coded, work), values, rhs)[2], run(plain, values, rhs)[2]
     for u, v in zip(x1, x2):
         np.testing.assert_array_equal(u, v)
+
+
+def test_large_block_diagonal_solver_calls_each_blocks_code(monkeypatch):
+    """Past the code limit the blocks follow each other and each block's own code runs on its
+    part of the arrays: the same factors and solutions as the loops and as each block alone,
+    and a block that asks for re-analysis makes the whole ask."""
+    parts, values = diagonal_parts((5, 9, 9, 7))
+    monkeypatch.setattr(lu_codegen, "LIMIT", max(sparse_cost(s) for s, _ in parts))
+    coded, work = block_diagonal(parts)
+    assert len(coded.code) == 4 * lu_codegen.CODE_WIDTH
+    plain = loops_of((coded, work))
+    rng = np.random.default_rng(4)
+    rhs = rng.standard_normal(30)
+    x1, x2 = run((coded, work), values, rhs)[2], run(plain, values, rhs)[2]
+    for u, v in zip(x1, x2):
+        np.testing.assert_array_equal(u, v)
+    start = 0
+    for k, part in enumerate(parts):  # each block alone
+        n = part[0].n
+        alone = run(part, values, rhs[start:start + n])[2]
+        for u, v in zip(x1[:2], alone[:2]):
+            np.testing.assert_array_equal(u[start:start + n], v)
+        start += n
+    bad = values.copy()
+    s3 = parts[2][0]
+    bad[np.asarray(s3.source)] = 0.0  # block 3 singular: its first pivot is zero
+    assert run((coded, work), bad, rhs)[0] == REPIVOT == run(plain, bad, rhs)[0]

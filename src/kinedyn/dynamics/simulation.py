@@ -225,7 +225,7 @@ class Dynamics:
         ind = np.setdiff1d(np.arange(f.n_q), dep)
         self.independent, self.dependent = ind, dep
         aug, aug_work = self._augmented(q, t, False)
-        plan = K.make_plan(f.data.jac_indptr, f.data.jac_indices, self.rows, dep)
+        plan = K.make_plan(f, self.rows, dep)
         pw = K.make_plan_work(plan, len(f.data.jac_indices))
         block = extract(f.data.jac_indptr, f.data.jac_indices, self.rows, dep)
         jac = constraint_jacobian(f, q, t, self.work).data

@@ -180,8 +180,7 @@ class Kinematics:
         the sparse solver. Returns the full Jacobian at q (dense)."""
         J = self.jacobian(q, t).toarray()
         self.rows, self.redundant = independent_rows(J)
-        self.plan = K.make_plan(self.data.jac_indptr, self.data.jac_indices, self.rows,
-                                np.arange(self.f.n_q))
+        self.plan = K.make_plan(self.f, self.rows, np.arange(self.f.n_q))
         self.pw = K.make_plan_work(self.plan, self.nnz)
         return J
 

@@ -47,7 +47,7 @@ class GroupEngine:
         self.groups = gs.groups
         ptr, ind = kin.data.jac_indptr, kin.data.jac_indices
         self.values = np.zeros(kin.nnz)  # shared: each group writes its own rows only
-        self.plans = tuple(K.make_plan(ptr, ind, g.equations, g.unknowns) for g in gs.groups)
+        self.plans = tuple(K.make_plan(f, g.equations, g.unknowns) for g in gs.groups)
         self.pws = tuple(K.PlanWork(np.zeros(g.size), np.zeros(g.size), self.values)
                          for g in gs.groups)
         self.blocks = tuple(extract(ptr, ind, g.equations, g.unknowns) for g in gs.groups)
@@ -68,12 +68,11 @@ class GroupEngine:
         block-diagonal system, unit ``i`` on the Jacobian values array ``values[i]``, its
         scratch from ``zeros`` (the threads: :func:`~kinedyn.parallel.team.private_zeros`);
         the solvers are set by :meth:`build`."""
-        ptr, ind = self.kin.data.jac_indptr, self.kin.data.jac_indices
         plans, pws = [], []
         for u, vals in zip(unit_groups, values):
             rows = [r for g in u for r in self.groups[g].equations]
             cols = [c for g in u for c in self.groups[g].unknowns]
-            plans.append(K.make_plan(ptr, ind, rows, cols))
+            plans.append(K.make_plan(self.kin.f, rows, cols))
             pws.append(K.PlanWork(zeros(len(rows)), zeros(len(rows)), vals))
         return Units(list(unit_groups), tuple(plans), tuple(pws))
 

@@ -41,6 +41,7 @@ class Plan(NamedTuple):
     coupling_pos: np.ndarray  # Jacobian entries of these rows in columns outside cols
     coupling_col: np.ndarray
     coupling_row: np.ndarray  # local row (0..n-1)
+    select: object            # the rows as the formulation's kernels take them (see make_plan)
 
 
 class PlanWork(NamedTuple):
@@ -49,7 +50,12 @@ class PlanWork(NamedTuple):
     values: np.ndarray  # full Jacobian values (nnz,)
 
 
-def make_plan(jac_indptr, jac_indices, rows, cols) -> Plan:
+def make_plan(f, rows, cols) -> Plan:
+    """The plan of constraint ``rows`` solved for coordinates ``cols`` of formulation ``f``.
+    Its ``select`` is what the protocol functions get for the rows: the formulation's
+    ``row_selection(rows)`` where it has one (the natural formulation lists the entities the
+    rows read, :class:`~kinedyn.formulations.natural.data.RowSet`), else the rows."""
+    jac_indptr, jac_indices = f.data.jac_indptr, f.data.jac_indices
     rows = np.asarray(rows, np.int64)
     cols = np.asarray(cols, np.int64)
     inside = set(int(c) for c in cols)
@@ -62,7 +68,8 @@ def make_plan(jac_indptr, jac_indices, rows, cols) -> Plan:
                 row.append(i)
     # unsigned: Numba indexes with them without a negative-index test (couple's loop)
     ix = lambda x: np.array(x, np.uint32)  # noqa: E731
-    return Plan(rows, cols, ix(pos), ix(col), ix(row))
+    select = f.row_selection(rows) if hasattr(f, "row_selection") else rows
+    return Plan(rows, cols, ix(pos), ix(col), ix(row), select)
 
 
 def make_plan_work(plan: Plan, nnz: int) -> PlanWork:
@@ -105,7 +112,7 @@ def _iterate(data, work, solver, swork, plan, pw, q, t, tol, first, evaluate):
     DIVERGENCE times the first one, then Phi_q factorised. Returns ``(status, max |Phi|, first
     residual)``; status OK: the solver holds the factorisation at q."""
     if evaluate:
-        protocol.calc_phi_and_phi_q(data, work, q, t, plan.rows, pw.phi, pw.values)
+        protocol.calc_phi_and_phi_q(data, work, q, t, plan.select, pw.phi, pw.values)
     err = max_abs(pw.phi)
     if err != err or err == np.inf:
         return LOST, err, first
@@ -160,9 +167,9 @@ def position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter, 
     prev = np.inf
     while chord:
         if it == 0:
-            protocol.calc_phi(data, work, q, t, plan.rows, pw.phi)
+            protocol.calc_phi(data, work, q, t, plan.select, pw.phi)
         else:
-            protocol.calc_phi_and_phi_q(data, work, q, t, plan.rows, pw.phi, pw.values)
+            protocol.calc_phi_and_phi_q(data, work, q, t, plan.select, pw.phi, pw.values)
         err = max_abs(pw.phi)
         if err != err or err == np.inf:
             return LOST, it, err
@@ -170,7 +177,7 @@ def position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter, 
             if it == 0:  # Phi again with Phi_q: the Jacobian-alone worker of the natural
                 # formulation is inlined (for the dynamics) and slows this loop (four-bar
                 # 1.22 -> 1.56 us per step)
-                protocol.calc_phi_and_phi_q(data, work, q, t, plan.rows, pw.phi, pw.values)
+                protocol.calc_phi_and_phi_q(data, work, q, t, plan.select, pw.phi, pw.values)
             return protocol.factorize(solver, swork, pw.values), it, err
         if it >= max_iter or err > CHORD_RATE * prev:
             break
@@ -185,7 +192,7 @@ def position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter, 
 @nb.njit(**_STEP)
 def velocity_rhs(data, work, plan, values, q, qd, t, out):
     """out = -Phi_t - Phi_h hd (eq. 2), the coupling entries Phi_h from ``values``."""
-    protocol.calc_phi_t(data, work, q, t, plan.rows, out)
+    protocol.calc_phi_t(data, work, q, t, plan.select, out)
     for i in range(out.shape[0]):
         out[i] = -out[i]
     couple(plan, values, qd, out)
@@ -210,7 +217,7 @@ def velocity(data, work, solver, swork, plan, pw, q, qd, t):
 @nb.njit(**_STEP)
 def acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t):
     """Solve the acceleration problem with the current factorisation; qdd[cols] updated."""
-    protocol.calc_gamma(data, work, q, qd, t, plan.rows, pw.rhs)
+    protocol.calc_gamma(data, work, q, qd, t, plan.select, pw.rhs)
     couple(plan, pw.values, qdd, pw.rhs)
     protocol.solve(solver, swork, pw.rhs)
     for i in range(plan.cols.shape[0]):

@@ -41,8 +41,12 @@ from numba.np.arrayobj import make_array
 from .._cache import cache_root
 
 LIMIT = 12000  # largest pattern work (updates + L\U entries) that gets generated code
-FACTORIZE, SOLVE, SOLVE_PAIR = 0, 1, 2  # positions of the addresses in a solver's ``code``
-NO_CODE = np.zeros(3, np.int64)
+# a solver's ``code``: per block of its matrix (one, or the blocks of a block-diagonal solver too
+# large for code of its own, see sparse.block_diagonal) the addresses of its three functions,
+# then the offsets of its L\U entries and of its rows in the whole solver's arrays
+FACTORIZE, SOLVE, SOLVE_PAIR, LU_OFFSET, ROW_OFFSET = range(5)
+CODE_WIDTH = 5
+NO_CODE = np.zeros(CODE_WIDTH, np.int64)
 SWITCH = "KINEDYN_SPARSE_CODEGEN"  # "0": every solver analysed from now on uses the loops
 
 _ENGINES: dict = {}  # IR digest -> (engine, addresses); kept for the life of the process
@@ -178,10 +182,10 @@ def _target_machine():
 
 
 def compile_solver(solver) -> np.ndarray:
-    """Addresses ``[factorize, solve, solve_pair]`` of the solver's generated functions (int64),
-    or :data:`NO_CODE` (zeros: use the loops) when LLVM refuses the IR. Whether a pattern gets
-    code at all (its work against ``LIMIT``, the ``KINEDYN_SPARSE_CODEGEN`` switch) is decided
-    by :func:`.sparse.with_code`."""
+    """The solver's ``code``: addresses ``[factorize, solve, solve_pair, 0, 0]`` of its generated
+    functions (int64), or :data:`NO_CODE` (zeros: use the loops) when LLVM refuses the IR.
+    Whether a pattern gets code at all (its work against ``LIMIT``, the
+    ``KINEDYN_SPARSE_CODEGEN`` switch) is decided by :func:`.sparse.with_code`."""
     text = module_ir(solver)
     machine = _target_machine()
     key = hashlib.sha256("\n".join([text, llvmlite.__version__, machine.triple,
@@ -194,7 +198,7 @@ def compile_solver(solver) -> np.ndarray:
             warnings.warn(f"sparse LU: no generated code for a {solver.n} x {solver.n} pattern "
                           f"(LLVM: {exc}); using the loops", RuntimeWarning, stacklevel=2)
             return NO_CODE
-    return _ENGINES[key][1]
+    return np.concatenate([_ENGINES[key][1], [0, 0]])
 
 
 def _load(path, text: str, machine):
@@ -225,26 +229,34 @@ def _save(path, obj: bytes) -> None:
 
 
 @intrinsic
-def call(typingctx, address, arrays, scalars):
-    """``address(arrays[0].ctypes.data, ..., *scalars) -> int64``: call a generated function.
-    The arrays must be C-contiguous float64 (their data pointers are passed), the scalars
-    float64."""
-    if not (isinstance(arrays, types.BaseTuple) and isinstance(scalars, types.BaseTuple)):
+def call(typingctx, address, arrays, offsets, scalars):
+    """``address(&arrays[0][offsets[0]], ..., *scalars) -> int64``: call a generated function.
+    The arrays must be C-contiguous float64 (pointers into their data are passed: a block's
+    code works on its part of a block-diagonal solver's arrays), the offsets integers, the
+    scalars float64."""
+    if not all(isinstance(x, types.BaseTuple) for x in (arrays, offsets, scalars)):
         return None
     if any(not (isinstance(a, types.Array) and a.layout == "C" and a.dtype == types.float64)
            for a in arrays.types):
         return None
+    if len(offsets.types) != len(arrays.types) or any(
+            not isinstance(t, types.Integer) for t in offsets.types):
+        return None
     if any(t != types.float64 for t in scalars.types):
         return None
-    sig = types.int64(address, arrays, scalars)
+    sig = types.int64(address, arrays, offsets, scalars)
 
     def codegen(context, builder, sig, args):
         dp = ir.DoubleType().as_pointer()
         fnty = ir.FunctionType(ir.IntType(64), [dp] * len(arrays.types)
                                + [ir.DoubleType()] * len(scalars.types))
         fn = builder.inttoptr(args[0], fnty.as_pointer())
-        data = [make_array(t)(context, builder, builder.extract_value(args[1], k)).data
-                for k, t in enumerate(arrays.types)]
-        values = [builder.extract_value(args[2], k) for k in range(len(scalars.types))]
+        data = []
+        for k, t in enumerate(arrays.types):
+            base = make_array(t)(context, builder, builder.extract_value(args[1], k)).data
+            off = context.cast(builder, builder.extract_value(args[2], k), offsets.types[k],
+                               types.int64)
+            data.append(builder.gep(base, [off], inbounds=True))
+        values = [builder.extract_value(args[3], k) for k in range(len(scalars.types))]
         return builder.call(fn, data + values)
     return sig, codegen

@@ -36,7 +36,8 @@ from scipy.sparse.linalg import splu
 
 from ..formulations import protocol
 from . import lu_codegen
-from .lu_codegen import FACTORIZE, NO_CODE, SOLVE, SOLVE_PAIR, call
+from .lu_codegen import (CODE_WIDTH, FACTORIZE, LU_OFFSET, NO_CODE, ROW_OFFSET, SOLVE,
+                         SOLVE_PAIR, call)
 from .subsystem import Block
 
 OK, SINGULAR, REPIVOT = 0, 1, 2
@@ -57,7 +58,7 @@ class SparseLU(NamedTuple):
     update: np.ndarray     # (n_update,) position of each elimination update, in order
     pivot_tol: float
     growth_limit: float
-    code: np.ndarray = NO_CODE  # (3,) addresses of generated code (:mod:`.lu_codegen`) or zeros
+    code: np.ndarray = NO_CODE  # generated code (:mod:`.lu_codegen`, per block) or zeros
 
 
 class SparseLUWork(NamedTuple):
@@ -215,6 +216,13 @@ def block_diagonal(parts) -> tuple[SparseLU, SparseLUWork]:
     overlaps the chains of several blocks (the order of each block's own rows is unchanged).
     Used for the independent structural groups of one DAG level
     (:mod:`kinedyn.kinematics.grouped`).
+
+    The whole gets generated code of its own (:func:`with_code`) when its work is within
+    ``lu_codegen.LIMIT``. Beyond that, when every block has code, the blocks are laid out one
+    after the other instead (not interleaved) and the whole calls each block's code on its
+    part of the arrays, so no large pattern is compiled (scissor-platform-22x4: a DAG level of
+    22 legs of 65 coordinates, work 16 600, its serial paper step 98-101 -> 80-84 µs; a
+    thread's 11 legs as one code took about 90 s to compile).
     """
     parts = list(parts)
     if len(parts) == 1:
@@ -226,8 +234,12 @@ def block_diagonal(parts) -> tuple[SparseLU, SparseLUWork]:
     i64 = lambda a: np.asarray(a, np.int64)  # noqa: E731
     sizes = [s.n for s, _ in parts]
     offset = np.concatenate([[0], np.cumsum(sizes)])  # block rows / columns in the matrix
-    # new pivot number of (block, pivot i): round robin over the blocks that have a pivot i
-    order = sorted(((i, k) for k, n in enumerate(sizes) for i in range(n)))
+    coded = all(s.code[FACTORIZE] != 0 for s, _ in parts)
+    by_blocks = coded and sum(cost(s) for s, _ in parts) > lu_codegen.LIMIT
+    # new pivot number of (block, pivot i): round robin over the blocks that have a pivot i, or
+    # block after block when each block keeps its own code
+    order = sorted(((i, k) for k, n in enumerate(sizes) for i in range(n)),
+                   key=(lambda ik: (ik[1], ik[0])) if by_blocks else None)
     new = [np.zeros(n, np.int64) for n in sizes]
     for r, (i, k) in enumerate(order):
         new[k][i] = r
@@ -263,7 +275,16 @@ def block_diagonal(parts) -> tuple[SparseLU, SparseLUWork]:
     solver = SparseLU(n, ix(source), ix(target), ix(indptr), ix(np.concatenate(indices)),
                       ix(diag), ix(row_perm), ix(col_perm), ix(target_row), ix(np.sort(fill_pos)),
                       ix(np.concatenate(update)), pivot_tol, growth_limit)
-    solver = with_code(solver, any(s.code[0] != 0 for s, _ in parts))
+    if by_blocks:  # each block's code on its L\U entries and rows, which now follow each other
+        code = []
+        for k, (s, _) in enumerate(parts):
+            c = np.array(s.code, np.int64).reshape(-1, CODE_WIDTH)
+            c[:, LU_OFFSET] += lu_start[k][0]
+            c[:, ROW_OFFSET] += offset[k]
+            code.append(c.ravel())
+        solver = solver._replace(code=np.concatenate(code))
+    else:
+        solver = with_code(solver, coded)
     work = SparseLUWork(np.zeros(indptr[-1]), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n))
     return solver, work
 
@@ -379,11 +400,18 @@ def sparse_solve_pair(s, w, a, b):
 # the code gets their data pointers), else by the loops above. The choice is made in these
 # plain-array workers: a branch in the IR-inlined wrappers made Numba's inliner warn
 # (NumbaIRAssumptionWarning) in every integrator that inlines them.
+# Each block of ``code`` (one, or the blocks of a block-diagonal solver, see block_diagonal) is
+# called on its part of the arrays.
 @nb.njit(cache=True, nogil=True)
 def _coded_factorize_w(code, n, source, target, target_row, fill_pos, update, lu_indptr,
                        lu_indices, lu_diag, pivot_tol, growth_limit, lu, scale, inv_diag, values):
-    if code != 0:
-        return call(code, (values, lu, inv_diag), (pivot_tol, growth_limit))
+    if code[FACTORIZE] != 0:
+        for b in range(0, code.shape[0], CODE_WIDTH):
+            st = call(code[b + FACTORIZE], (values, lu, inv_diag),
+                      (0, code[b + LU_OFFSET], code[b + ROW_OFFSET]), (pivot_tol, growth_limit))
+            if st != OK:
+                return st
+        return OK
     return _factorize_w(n, source, target, target_row, fill_pos, update, lu_indptr, lu_indices,
                         lu_diag, pivot_tol, growth_limit, lu, scale, inv_diag, values)
 
@@ -391,8 +419,10 @@ def _coded_factorize_w(code, n, source, target, target_row, fill_pos, update, lu
 @nb.njit(cache=True, nogil=True)
 def _coded_solve_w(code, n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x,
                    rhs):
-    if code != 0:
-        call(code, (lu, inv_diag, rhs), ())
+    if code[SOLVE] != 0:
+        for b in range(0, code.shape[0], CODE_WIDTH):
+            r = code[b + ROW_OFFSET]
+            call(code[b + SOLVE], (lu, inv_diag, rhs), (code[b + LU_OFFSET], r, r), ())
     else:
         _solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x, rhs)
 
@@ -400,8 +430,10 @@ def _coded_solve_w(code, n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, 
 @nb.njit(cache=True, nogil=True)
 def _coded_solve_pair_w(code, n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag,
                         x, y, a, b):
-    if code != 0:
-        call(code, (lu, inv_diag, a, b), ())
+    if code[SOLVE_PAIR] != 0:
+        for k in range(0, code.shape[0], CODE_WIDTH):
+            r = code[k + ROW_OFFSET]
+            call(code[k + SOLVE_PAIR], (lu, inv_diag, a, b), (code[k + LU_OFFSET], r, r, r), ())
     else:
         _solve_pair_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x, y,
                       a, b)
@@ -409,21 +441,21 @@ def _coded_solve_pair_w(code, n, lu_indptr, lu_indices, lu_diag, row_perm, col_p
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def coded_factorize(s, w, values):
-    return _coded_factorize_w(s.code[FACTORIZE], s.n, s.source, s.target, s.target_row,
-                              s.fill_pos, s.update, s.lu_indptr, s.lu_indices, s.lu_diag,
-                              s.pivot_tol, s.growth_limit, w.lu, w.scale, w.inv_diag, values)
+    return _coded_factorize_w(s.code, s.n, s.source, s.target, s.target_row, s.fill_pos,
+                              s.update, s.lu_indptr, s.lu_indices, s.lu_diag, s.pivot_tol,
+                              s.growth_limit, w.lu, w.scale, w.inv_diag, values)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def coded_solve(s, w, rhs):
-    _coded_solve_w(s.code[SOLVE], s.n, s.lu_indptr, s.lu_indices, s.lu_diag, s.row_perm,
-                   s.col_perm, w.lu, w.inv_diag, w.x, rhs)
+    _coded_solve_w(s.code, s.n, s.lu_indptr, s.lu_indices, s.lu_diag, s.row_perm, s.col_perm,
+                   w.lu, w.inv_diag, w.x, rhs)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def coded_solve_pair(s, w, a, b):
-    _coded_solve_pair_w(s.code[SOLVE_PAIR], s.n, s.lu_indptr, s.lu_indices, s.lu_diag,
-                        s.row_perm, s.col_perm, w.lu, w.inv_diag, w.x, w.x2, a, b)
+    _coded_solve_pair_w(s.code, s.n, s.lu_indptr, s.lu_indices, s.lu_diag, s.row_perm,
+                        s.col_perm, w.lu, w.inv_diag, w.x, w.x2, a, b)
 
 
 def _contiguous(*arrays) -> bool:

@@ -15,7 +15,7 @@ import scipy.sparse as sps
 from ...model.compiled import CompiledModel
 from ...model.tape import MAX_STACK, build_program, eval_tape
 from . import kernels  # noqa: F401  (registers the protocol overloads)
-from .data import (EntityTable, NaturalData, NaturalWork, function_tapes, gravity_force,
+from .data import (EntityTable, NaturalData, NaturalWork, RowSet, function_tapes, gravity_force,
                    jacobian_pattern, make_work, mass_matrix)
 from .entities import J2
 from .layout import ANGLE, DOT, LINEAR, NaturalLayout
@@ -150,6 +150,15 @@ class Natural:
 
     def make_work(self) -> NaturalWork:
         return make_work(self.data)
+
+    def row_selection(self, rows) -> RowSet:
+        """``rows`` with the entities they read, for the compiled kernels (:class:`.RowSet`).
+        Passed in place of a row array to the protocol functions, the kernels compute those
+        entities in one straight loop instead of looking each one up per row (structural
+        groups, the threads' shares of a level; see :func:`.kernels._prepare`)."""
+        rows = np.asarray(rows, np.int64)
+        ents = self.data.con_ent[rows].ravel()
+        return RowSet(rows, np.unique(ents[ents >= 0]).astype(np.int64))
 
     def body_coordinates(self) -> dict[str, list[int]]:
         """For each moving body, the coordinates of the points and vectors that position it

@@ -66,6 +66,14 @@ class NaturalData(NamedTuple):
     jf_fn: np.ndarray        # (n_jf,)
 
 
+class RowSet(NamedTuple):
+    """A fixed set of equations and the entities they read (:meth:`.Natural.row_selection`):
+    the kernels compute exactly those entities in one straight loop, whatever the size of the
+    set (a structural group, a thread's share of a DAG level)."""
+    rows: np.ndarray  # (n,) int64 equation rows
+    ents: np.ndarray  # (n_ents,) int64 sorted ids of the entities the rows read
+
+
 class NaturalWork(NamedTuple):
     """Scratch of the natural kernels (one per thread)."""
     ev: np.ndarray     # (3, d) entity values
