@@ -20,7 +20,7 @@ run: $(STAMP)
 	$(BIN)/kinedyn simulate gough-stewart --hold P1,P2,P3,P4,P5,P6 --method projection --t-end 2 --dt 1e-3 --record-every 10 --reactions --out results/make-run
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
 
 bench: $(STAMP)
 	$(BIN)/kinedyn bench all --quick

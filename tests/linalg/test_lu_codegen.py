@@ -14,6 +14,7 @@ from kinedyn.linalg import lu_codegen
 from kinedyn.linalg.sparse import (NO_CODE, ORDERINGS, REPIVOT, analyse, block_diagonal,
                                    with_code)
 from kinedyn.linalg.sparse import cost as sparse_cost
+from kinedyn.linalg.sparse import with_codes
 
 from .test_lu import full_block, random_system
 
@@ -179,3 +180,17 @@ def test_large_block_diagonal_solver_calls_each_blocks_code(monkeypatch):
     s3 = parts[2][0]
     bad[np.asarray(s3.source)] = 0.0  # block 3 singular: its first pivot is zero
     assert run((coded, work), bad, rhs)[0] == REPIVOT == run(plain, bad, rhs)[0]
+
+
+def test_solvers_of_one_run_share_a_code_budget(monkeypatch):
+    """Several solvers used at every step get code only while their total work per thread is
+    within ``TOTAL_LIMIT`` (long straight-line codes run in turn leave the caches)."""
+    parts, _ = diagonal_parts((5, 9, 9))
+    plain = [s._replace(code=NO_CODE) for s, _ in parts]
+    total = sum(sparse_cost(s) for s in plain)
+    monkeypatch.setattr(lu_codegen, "TOTAL_LIMIT", total)
+    assert all(s.code[0] != 0 for s in with_codes(plain))
+    monkeypatch.setattr(lu_codegen, "TOTAL_LIMIT", total - 1)
+    assert not any(s.code.any() for s in with_codes(plain))
+    monkeypatch.setattr(lu_codegen, "TOTAL_LIMIT", (total + 1) // 2)  # per thread
+    assert all(s.code[0] != 0 for s in with_codes(plain, threads=2))

@@ -25,7 +25,7 @@ from .._jit import INLINED
 from .._unmanaged import unmanaged
 from ..errors import SingularConfigurationError, SolverError
 from ..linalg.dense import dense_lu
-from ..linalg.sparse import analyse_keeping_order, block_diagonal
+from ..linalg.sparse import analyse_keeping_order, block_diagonal, with_codes
 from ..linalg.subsystem import extract
 from ..parallel.team import private_copy
 from . import kernels as K
@@ -43,6 +43,7 @@ class GroupEngine:
         f = kin.f
         self.kin = kin
         self.solver_name = solver
+        self.outer = outer
         self.structure = gs = find_groups(f, kin.rows)
         self.groups = gs.groups
         ptr, ind = kin.data.jac_indptr, kin.data.jac_indices
@@ -107,12 +108,14 @@ class GroupEngine:
                 s, w = dense_lu(block)
             else:
                 try:  # each group's cheapest column order, chosen once (kept when re-analysed)
-                    self.orderings[g], (s, w) = analyse_keeping_order(block, values,
-                                                                      self.orderings[g])
+                    self.orderings[g], (s, w) = analyse_keeping_order(
+                        block, values, self.orderings[g], codegen=False)
                 except RuntimeError:  # SuperLU: "Factor is exactly singular"
                     self.fail(K.SINGULAR, q, t, g)
             solvers.append(s)
             sworks.append(private_copy(w))  # threads factorise groups side by side
+        if self.solver_name == "sparse":  # generated code while the groups' code stays small
+            solvers = with_codes(solvers, self.outer)
         self.solvers, self.sworks = tuple(solvers), tuple(sworks)
         for units in (self.levels, self.runner and self.runner.units):
             if units is not None:

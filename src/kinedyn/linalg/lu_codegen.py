@@ -41,6 +41,7 @@ from numba.np.arrayobj import make_array
 from .._cache import cache_root
 
 LIMIT = 12000  # largest pattern work (updates + L\U entries) that gets generated code
+TOTAL_LIMIT = 100000  # largest work of the codes one thread runs per step (sparse.with_codes)
 # a solver's ``code``: per block of its matrix (one, or the blocks of a block-diagonal solver too
 # large for code of its own, see sparse.block_diagonal) the addresses of its three functions,
 # then the offsets of its L\U entries and of its rows in the whole solver's arrays
