@@ -11,8 +11,7 @@ which Numba cannot cache).
 
 Implementing a protocol function for a new data class::
 
-    from numba.core.dispatcher import Dispatcher
-from numba.extending import overload
+    from numba.extending import overload
     from kinedyn.formulations import protocol
 
     @overload(protocol.calc_phi, jit_options=protocol.JIT)
@@ -20,7 +19,10 @@ from numba.extending import overload
         if protocol.is_type(data, MyData):
             return lambda data, work, q, t, rows, phi: _my_calc_phi(data, work, q, t, rows, phi)
 
-Shapes: ``q, qd, qdd (n_q,)``; ``rows`` an int64 array of constraint indices; Jacobian values
+Shapes: ``q, qd, qdd (n_q,)``; ``rows`` an int64 array of constraint indices, or what the
+formulation's ``row_selection(rows)`` returned for it where it has one (the natural formulation's
+``RowSet``: the rows with the entities they read, built once per plan by
+:func:`kinedyn.kinematics.kernels.make_plan`); Jacobian values
 are the data array of the formulation's fixed CSR pattern ``(n_nnz,)``; the mass matrix the data
 array of its own fixed CSR pattern (full symmetric storage).
 
