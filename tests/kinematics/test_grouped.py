@@ -135,9 +135,8 @@ def test_large_levels_call_each_groups_code(monkeypatch):
     for threads in ((1, 1), (2, 1)):
         kin = Kinematics(m, threads=threads, **kw)
         units = kin.engine.levels if threads[0] == 1 else kin.engine.runner.units
-        per_block = [s for s, groups in zip(units.solvers, units.groups) if len(groups) > 1]
-        assert per_block and all(len(s.code) == lu_codegen.CODE_WIDTH * len(g) for s, g in
-                                 zip(per_block, [g for g in units.groups if len(g) > 1]))
+        several = [(s, g) for s, g in zip(units.solvers, units.groups) if len(g) > 1]
+        assert several and all(len(s.code) == lu_codegen.CODE_WIDTH * len(g) for s, g in several)
         got = kin.simulate(0.3, 0.01)
         for field in ("q", "qd", "qdd"):
             np.testing.assert_array_equal(getattr(got, field), getattr(expected, field))

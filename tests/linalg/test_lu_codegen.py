@@ -29,12 +29,17 @@ def factor_and_solve(solver, work, values, a, b, c):
     return st
 
 
+def loops_of(solver_work):
+    """The same solver without its generated code, on a copy of its work arrays."""
+    solver, work = solver_work
+    return solver._replace(code=NO_CODE), type(work)(*[w.copy() for w in work])
+
+
 def both(block, values, **kw):
     """The same analysis with generated code and with the loops (separate work arrays)."""
-    coded, work = analyse(block, values, **kw)
-    assert coded.code[0] != 0, "expected generated code for this pattern"
-    plain = coded._replace(code=NO_CODE)
-    return (coded, work), (plain, type(work)(*[w.copy() for w in work]))
+    coded = analyse(block, values, **kw)
+    assert coded[0].code[0] != 0, "expected generated code for this pattern"
+    return coded, loops_of(coded)
 
 
 def run(solver_work, values, rhs):
@@ -135,11 +140,6 @@ def diagonal_parts(sizes=(5, 9, 9)):
         parts.append(analyse(blk, values))
         start += B.nnz
     return parts, values
-
-
-def loops_of(solver_work):
-    solver, work = solver_work
-    return solver._replace(code=NO_CODE), type(work)(*[w.copy() for w in work])
 
 
 def test_block_diagonal_solver_gets_its_own_code():
