@@ -109,3 +109,29 @@ def test_bench_knows_the_issue_name(capsys):
     assert ALIASES["group-equations"] in available()
     assert main(["bench", "no-such-bench"]) == 2
     assert "group-equations" in capsys.readouterr().err
+
+
+def test_bench_announces_each_row_on_stderr(tmp_path, monkeypatch, capsys):
+    """A benchmark runs for most of an hour: each finished row is announced as it comes."""
+    import sys
+    import types
+
+    from kinedyn.bench import common
+    from kinedyn.cli import bench
+
+    def run(quick, out_dir):
+        rep = common.Report("fake")
+        rep.add_row("sizes", legs=6, stages=1, us=12.5, extra="not shown", more=1)
+        rep.add_row("sizes", legs=22, stages=29, us=380.0)
+        return rep
+
+    monkeypatch.setattr(bench, "available", lambda: ["fake"])
+    monkeypatch.setitem(sys.modules, "kinedyn.bench.fake", types.SimpleNamespace(run=run))
+    assert main(["bench", "fake", "--out", str(tmp_path)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["[fake 0:00] sizes: legs 6, stages 1, us 12.5, extra not shown",
+                   "[fake 0:00] sizes: legs 22, stages 29, us 380"]
+    assert common.progress is None  # reset after the run
+    assert (tmp_path / "fake.md").read_text().count("| 22 | 29 | 380 |") == 1
+    assert main(["bench", "fake", "--out", str(tmp_path), "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""

@@ -15,6 +15,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
+
+#: Where :meth:`Report.add_row` announces each finished row (``kinedyn bench`` sets stderr: a
+#: full benchmark runs for most of an hour, and its tables are printed only at the end).
+progress: TextIO | None = None
 
 
 def machine() -> dict:
@@ -69,9 +74,15 @@ class Report:
     tables: dict[str, list[dict]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     machine: dict = field(default_factory=machine)
+    started: float = field(default_factory=time.perf_counter)
 
     def add_row(self, table: str, **row) -> None:
         self.tables.setdefault(table, []).append(row)
+        if progress is not None:
+            minutes, seconds = divmod(int(time.perf_counter() - self.started), 60)
+            first = ", ".join(f"{k} {_fmt(v)}" for k, v in list(row.items())[:4])
+            print(f"[{self.name} {minutes}:{seconds:02d}] {table}: {first}", file=progress,
+                  flush=True)
 
     def to_markdown(self) -> str:
         out = [f"# Benchmark: {self.name}", ""]

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 import time
 
+from ..bench import common as bench_common
 from ..errors import UnknownNameError
 from .common import output_dir
 
@@ -27,6 +29,8 @@ def register(sub) -> None:
     p.add_argument("name", metavar="NAME", help="benchmark name or 'all'")
     p.add_argument("--quick", action="store_true", help="short runs (under a minute each)")
     p.add_argument("--out", metavar="DIR", help="output folder (default results/bench)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="do not announce each finished row on stderr")
     p.set_defaults(func=run)
 
 
@@ -37,12 +41,20 @@ def run(args) -> int:
         if name not in names:
             raise UnknownNameError("benchmark", name, names + list(ALIASES) + ["all"])
     out = output_dir(args.out, "results/bench")
+    bench_common.progress = None if args.no_progress else sys.stderr
+    try:
+        _run_each(chosen, args.quick, out)
+    finally:
+        bench_common.progress = None
+    return 0
+
+
+def _run_each(chosen: list[str], quick: bool, out) -> None:
     for name in chosen:
         module = importlib.import_module(f"kinedyn.bench.{name}")
         start = time.perf_counter()
-        report = module.run(quick=args.quick, out_dir=out)
+        report = module.run(quick=quick, out_dir=out)
         report.settings["benchmark wall time"] = f"{time.perf_counter() - start:.1f} s"
         js, md = report.write(out)
         print(report.to_markdown())
         print(f"written: {js}, {md}")
-    return 0
