@@ -121,7 +121,7 @@ def test_bench_announces_each_row_on_stderr(tmp_path, monkeypatch, capsys):
 
     def run(quick, out_dir):
         rep = common.Report("fake")
-        rep.add_row("sizes", legs=6, stages=1, us=12.5, extra="not shown", more=1)
+        rep.add_row("sizes", legs=6, stages=1, us=12.5, note="4th", more="5th, not shown")
         rep.add_row("sizes", legs=22, stages=29, us=380.0)
         return rep
 
@@ -129,7 +129,7 @@ def test_bench_announces_each_row_on_stderr(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "kinedyn.bench.fake", types.SimpleNamespace(run=run))
     assert main(["bench", "fake", "--out", str(tmp_path)]) == 0
     err = capsys.readouterr().err.splitlines()
-    assert err == ["[fake 0:00] sizes: legs 6, stages 1, us 12.5, extra not shown",
+    assert err == ["[fake 0:00] sizes: legs 6, stages 1, us 12.5, note 4th",
                    "[fake 0:00] sizes: legs 22, stages 29, us 380"]
     assert common.progress is None  # reset after the run
     assert (tmp_path / "fake.md").read_text().count("| 22 | 29 | 380 |") == 1
