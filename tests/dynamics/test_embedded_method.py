@@ -21,6 +21,13 @@ def test_open_chain_has_nothing_to_embed():
                  symbolic={})
 
 
+def test_repartitioning_is_refused_not_ignored():
+    """The Dynamics method keeps one partition; asking it to switch is a clear error."""
+    with pytest.raises(ModelError, match="repartition=True.*partitioning"):
+        Dynamics(kinedyn.models.get("four-bar").compile(), method="embedded",
+                 symbolic={"repartition": True})
+
+
 def test_four_bar_conserves_energy_and_follows_projection():
     """Gravity only (conservative): RK4's energy error is its truncation error (fourth order,
     as the projection method's) and every natural output matches the projection method."""

@@ -175,6 +175,32 @@ def test_automatic_branch_choice_picks_the_mode_telling_unknown():
     assert np.abs(np.diff(np.unwrap(path))).max() < 0.1
 
 
+def test_tracking_compares_sine_cosine_pairs_where_the_roots_cross():
+    """With the rocker cosine from the quadratic (``sine_first=()``) the two assembly modes
+    share it at crank angle pi (mirror images about the ground line): their cosines cross
+    there. One step from pi - 0.3 to pi + 0.02 lands where the other mode's cosine is the one
+    nearer the previous value, so a root chosen by its value alone would swap modes; the plan
+    compares (sine, cosine) pairs and stays on its mode."""
+    eqs = planar_coordinates(kinedyn.models.get("four-bar-driven").compile())
+    plan = make_plan(eqs, time_limit=60, sine_first=())
+    i, j = eqs.index("rocker.angle"), eqs.index("coupler.angle")
+    q = eqs.q0.copy()
+    for th in np.linspace(q[0], np.pi - 0.3, 40):
+        q[0] = th
+        q = plan.solve(q)
+    c_prev = np.cos(q[i])
+    q[0] = np.pi + 0.02
+    same = eqs.solve_newton(q)[0]
+    mirror = q.copy()
+    mirror[i], mirror[j] = -same[i], -same[j]     # the loop reflected about the ground line
+    other = eqs.solve_newton(mirror)[0]
+    assert abs(np.angle(np.exp(1j * (other[i] - same[i])))) > 0.1        # the other mode
+    assert abs(np.cos(other[i]) - c_prev) < abs(np.cos(same[i]) - c_prev)
+    sol = plan.solve(q)
+    assert np.abs(eqs.residual(sol)).max() <= 1e-12
+    assert abs(sol[i] - same[i]) <= 1e-9 and abs(sol[j] - same[j]) <= 1e-9
+
+
 def _follow(eqs, plan, times):
     """Plan solution and warm-started Newton along the driven trajectory (max deviations)."""
     q = eqs.q0.copy()

@@ -82,6 +82,10 @@ class EmbeddedMethod:
                     f"registered (models with one: {', '.join(sorted(SYMBOLIC_OPTIONS))}); pass "
                     "symbolic={'absolute': [...], ...} to derive one (kinedyn.symbolic)")
             options = SYMBOLIC_OPTIONS[m.name]
+        if options.get("repartition"):
+            raise ModelError("method 'embedded' keeps its independent coordinates for the whole "
+                             "run: switching them is kinedyn.symbolic.EmbeddedDynamics(..., "
+                             "repartition=True), or method='partitioning' in natural coordinates")
         if integrator not in _CODES:
             raise ModelError(f"method 'embedded' integrates with {', '.join(_CODES)}; got "
                              f"{integrator!r}")

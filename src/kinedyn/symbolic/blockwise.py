@@ -117,6 +117,9 @@ def blockwise_kernels(system, plan, M, F, qs, qds, sub, reads):
 
 
 BLOCKWISE = '''
+B_SLOT_ = 2   # where workspace() keeps B (influence())
+
+
 @njit(cache=True)
 def workspace():
     """DET, DI, B, PT, z, MV, F, G, MB, Mz, A, rhs, sc (see embedded_rhs)."""

@@ -87,14 +87,33 @@ class EmbeddedDynamics:
     ``record(eqs, qd_symbols, q0) -> [(target, expr)]``, outputs generated as
     ``record_outputs(q, qd, out)`` (the natural-coordinate map of
     ``Dynamics(method="embedded")``). Plan options go to :func:`make_plan`.
+
+    repartition: switch the independent coordinates during a run (generalized coordinate
+    partitioning) instead of stopping where they reach a limit position. The compiled run
+    watches the influence matrix B_d = -Phi_d^-1 Phi_i; when its largest entry exceeds
+    ``max(influence_limit, 2 |B_0|)`` (|B_0|: at the last choice) the run stops at that
+    recorded state, the single exchange of an independent and a dependent coordinate with the
+    smallest |B_d| there is taken if it at least halves it, and the run goes on in that
+    partition's own plan and kernels (derived and compiled on first use, then kept). The same
+    criterion as ``Dynamics(method="partitioning")``; off by default, as in the thesis.
     """
 
     def __init__(self, model: CompiledModel, *, absolute=(), joint_angles=False, cut=(), independent=None,
                  integrator: str = "rk4", position_solver: str = "triangular",
                  tol: float = 1e-12, max_iter: int = 20, initial=None, qd0=None,
                  backend: str = "numba", blockwise: bool = True, baselines: bool = True,
-                 record=None, warm_up: bool = True, **plan_options):
+                 record=None, warm_up: bool = True, repartition: bool = False,
+                 influence_limit: float = 1.5, **plan_options):
         from .analysis import POSITION_SOLVERS
+        if not influence_limit > 0:
+            raise ModelError(f"influence_limit must be > 0, got {influence_limit!r}")
+        # what a partition of the same mechanism is built from (see _partition)
+        self._options = dict(absolute=absolute, joint_angles=joint_angles, cut=cut,
+                             integrator=integrator, position_solver=position_solver, tol=tol,
+                             max_iter=max_iter, backend=backend, blockwise=blockwise,
+                             baselines=baselines, record=record, **plan_options)
+        self.model, self.repartition = model, bool(repartition)
+        self.influence_limit = float(influence_limit)
         if integrator not in INTEGRATORS:
             raise ModelError(f"unknown integrator {integrator!r}; known: {', '.join(INTEGRATORS)}")
         if position_solver not in POSITION_SOLVERS:
@@ -108,6 +127,7 @@ class EmbeddedDynamics:
         for name, value in (initial or {}).items():  # independent coordinates' start values
             eqs.q0[eqs.index(name)] = float(value)
         self.system = eqs
+        self._partitions: dict[tuple[str, ...], EmbeddedDynamics] = {}   # see _partition
         self.integrator, self.mode = integrator, POSITION_SOLVERS[position_solver]
         self.position_solver = position_solver
         self.tol, self.max_iter = float(tol), int(max_iter)
@@ -163,6 +183,24 @@ class EmbeddedDynamics:
     def operations(self) -> dict:
         return self.generated.operations
 
+    def influences(self, q, t: float = 0.0) -> list[tuple[float, float, tuple[str, ...]]]:
+        """(largest |B_d|, sigma_min/sigma_max of Phi_d, independent names) at state q for this
+        partition (first) and every exchange of one independent for one dependent coordinate
+        (a singular Phi_d: infinite influence, conditioning 0)."""
+        sys_ = self.system
+        J = sys_.jacobian(q, t)
+        names = [c.name for c in sys_.coordinates]
+        ind = list(sys_.independent)
+        choices = [ind] + [sorted(set(ind) - {a} | {b}) for a in ind for b in sys_.dependent]
+        out = []
+        for new in choices:
+            dep = [i for i in range(sys_.n_q) if i not in new]
+            sv = np.linalg.svd(J[:, dep], compute_uv=False)
+            cond = sv[-1] / sv[0] if sv[0] > 0 else 0.0
+            gain = np.abs(np.linalg.solve(J[:, dep], J[:, new])).max() if cond > 1e-14 else np.inf
+            out.append((float(gain), float(cond), tuple(names[i] for i in new)))
+        return out
+
     def _failure(self, q, t_good: float, t_fail: float) -> SolverError:
         """Why the run stopped: Phi_d's conditioning at the last good state, the constraints
         of its weakest direction, and the best other choice of one independent coordinate.
@@ -173,37 +211,42 @@ class EmbeddedDynamics:
         t = 0.375 s) -- so an embedding in them cannot continue past it."""
         sys_ = self.system
         J = sys_.jacobian(q, t_good)
-        ind, dep = list(sys_.independent), list(sys_.dependent)
-        names = [c.name for c in sys_.coordinates]
-
-        def condition(cols):
-            U, sv, _ = np.linalg.svd(J[:, cols])
-            return sv[-1] / sv[0], U[:, -1]
-
-        cur, weak = condition(dep)
+        weak = np.linalg.svd(J[:, list(sys_.dependent)])[0][:, -1]   # the degenerate combination
         full = np.linalg.svd(J, compute_uv=False)
-        options = []
-        for a in ind:
-            for b in dep:
-                new = sorted(set(ind) - {a} | {b})
-                options.append((condition([i for i in range(sys_.n_q) if i not in new])[0],
-                               [names[i] for i in new]))
-        best = max(options)
+        here, *others = self.influences(q, t_good)
+        best = max(others, key=lambda o: o[1])
         worst = [sys_.constraint_names[i] for i in np.argsort(-np.abs(weak))[:4]]
         text = (f"{sys_.name}: the {self.position_solver} position solver failed in the embedded "
                 f"dynamics (last good state t = {t_good:.6g} s: cond. of Phi_d "
-                f"sigma_min/sigma_max = {cur:.2g}, of Phi_q {full[-1] / full[0]:.2g})")
-        if cur < 1e-3 and full[-1] / full[0] > 1e-2:
-            text += (f"; the independent coordinate(s) {[names[i] for i in ind]} reach a limit "
+                f"sigma_min/sigma_max = {here[1]:.2g}, of Phi_q {full[-1] / full[0]:.2g})")
+        if here[1] < 1e-3 and full[-1] / full[0] > 1e-2:
+            text += (f"; the independent coordinate(s) {list(here[2])} reach a limit "
                      "position (end of their assemblable range, which the motion passes while "
                      "they reverse), so an embedding in them cannot continue; at this state "
-                     f"independent={best[1]} gives {best[0]:.2g}")
+                     f"independent={list(best[2])} gives {best[1]:.2g} (repartition=True "
+                     "switches during the run)")
             return SingularConfigurationError(text, time=t_fail, constraints=worst)
-        return SolverError(text + f"; best other choice here: independent={best[1]} "
-                           f"({best[0]:.2g})", time=t_fail, constraints=worst)
+        return SolverError(text + f"; best other choice here: independent={list(best[2])} "
+                           f"({best[1]:.2g})", time=t_fail, constraints=worst)
+
+    def _partition(self, names: tuple[str, ...], q) -> "EmbeddedDynamics":
+        """The same mechanism embedded in the independent coordinates ``names``, its branches
+        chosen at state q (built on first use, then kept: the closed forms then track the
+        nearest root from whatever state a later switch starts at)."""
+        self._partitions.setdefault(self.independent_names, self)
+        if names not in self._partitions:
+            start = dict(zip((c.name for c in self.system.coordinates), map(float, q)))
+            self._partitions[names] = EmbeddedDynamics(
+                self.model, independent=list(names), initial=start, **self._options)
+        return self._partitions[names]
+
+    @property
+    def independent_names(self) -> tuple[str, ...]:
+        return tuple(self.system.coordinates[i].name for i in self.system.independent)
 
     def simulate(self, t_end: float, dt: float, *, _warm: bool = False) -> Results:
-        """Fixed-step run; channels as :class:`TriangularKinematics` plus ``energy``."""
+        """Fixed-step run; channels as :class:`TriangularKinematics` plus ``energy``; with
+        ``repartition`` the summary lists the partitions used and when they began."""
         n_steps = int(round(t_end / dt))
         if not dt > 0 or (n_steps < 1 and not _warm):
             raise ModelError(f"need dt > 0 and t_end >= dt, got dt={dt}, t_end={t_end}")
@@ -213,21 +256,28 @@ class EmbeddedDynamics:
         res, energy = np.zeros(n_steps + 1), np.zeros(n_steps + 1)
         it = np.zeros(n_steps + 1, np.int64)
         q, qd = self.q_initial.copy(), self.qd_initial.copy()
-        wall, cpu = _time.perf_counter(), _time.thread_time()
-        try:
-            mod = self.generated.module     # the workspaces' owners live here for the run
-            ws, W = mod.workspace(), mod.dep_workspace()
-            scratch = np.zeros((9, max(2 * len(self.system.independent), n)))
-            k = mod.run_embedded(INTEGRATORS[self.integrator], self.mode, times, q, qd, Q, QD,
-                                 QDD, res, energy, it, self.tol, self.max_iter, ws, W, scratch)
-        except np.linalg.LinAlgError:        # a Newton block met NaN (a closed form lost its root)
-            k = int(np.flatnonzero(np.abs(Q).sum(axis=1) > 0).max(initial=0)) + 1
-        wall, cpu = _time.perf_counter() - wall, _time.thread_time() - cpu
-        limit = 1e-8 if self.plan.fully_triangular else max(1e-8, 100 * self.tol)
-        if k < 0 and self.mode == 0 and res.max() > limit:  # a closed form without a real root
-            k = int(np.argmax(res > 1e-8))
-        if k >= 0:
-            raise self._failure(Q[max(k - 1, 0)], float(times[max(k - 1, 0)]), float(times[k]))
+        part, start, wall, cpu, limit = self, 0, 0.0, 0.0, np.inf
+        if self.repartition:                 # from the best partition at the start, too
+            part, limit = self._choose(self, q, 0.0, False)
+        partitions = [{"t": 0.0, "independent": list(part.independent_names)}]
+        while True:
+            status, k, seconds = part._run(times[start:], q, qd, Q[start:], QD[start:],
+                                           QDD[start:], res[start:], energy[start:], it[start:],
+                                           limit)
+            k += start
+            wall, cpu = wall + seconds[0], cpu + seconds[1]
+            if status == 0:
+                break
+            at = k if status == 2 else k - 1           # the last recorded, good state
+            if status == 1 and (not self.repartition or at <= start):
+                raise part._failure(Q[max(at, 0)], float(times[max(at, 0)]), float(times[k]))
+            chosen, limit = self._choose(part, Q[at], float(times[at]), status == 1)
+            if chosen is None:
+                raise part._failure(Q[at], float(times[at]), float(times[k]))
+            if chosen is not part:
+                partitions.append({"t": float(times[at]),
+                                   "independent": list(chosen.independent_names)})
+            part, q, qd, start = chosen, Q[at].copy(), QD[at].copy(), at
         ch = _channels(self.system, Q, QD, QDD, res, it)
         ch["energy"] = energy
         summary = {"model": self.system.name, "analysis": "dynamics", "method": "embedded",
@@ -239,10 +289,45 @@ class EmbeddedDynamics:
                    "energy_drift": float(np.abs(energy - energy[0]).max()),
                    "plan": self.plan.report(), "plan_seconds": self.plan_seconds,
                    "generation_seconds": self.generation_seconds,
-                   "independent": [self.system.coordinates[i].name for i in self.system.independent]}
+                   "independent": list(self.independent_names)}
+        if self.repartition:
+            summary["partitions"] = partitions
         return Results(times, ch, summary)
 
+    def _choose(self, part, q, t: float, failed: bool):
+        """(partition, influence limit) to go on with from state q at t, after ``part``
+        exceeded its limit (or ``failed`` there): the single exchange with the smallest
+        |B_d| if it at least halves part's -- after a failure any other that is regular
+        there (a closed form can fail where Phi_d is fine: a root lost where two roots nearly
+        merge) --, else part with a doubled limit, or None after a failure."""
+        here, *others = part.influences(q, t)
+        best = min(others, default=(np.inf, 0.0, ()))
+        if best[0] <= 0.5 * here[0] or (failed and best[0] < np.inf):
+            return self._partition(best[2], q), max(self.influence_limit, 2.0 * best[0])
+        if failed:
+            return None, np.inf
+        return part, max(self.influence_limit, 2.0 * here[0])
 
+    def _run(self, times, q, qd, Q, QD, QDD, res, energy, it, max_influence):
+        """One compiled run of this partition over ``times`` from the full state (q, qd):
+        (status, step, (wall s, CPU s)) as ``run_embedded``; a closed form that lost its real
+        root (residual > 1e-8 where the plan is exact) counts as a failure of that step."""
+        wall, cpu = _time.perf_counter(), _time.thread_time()
+        try:
+            mod = self.generated.module     # the workspaces' owners live here for the run
+            ws, W = mod.workspace(), mod.dep_workspace()
+            scratch = np.zeros((9, max(2 * len(self.system.independent), self.system.n_q)))
+            status, k = mod.run_embedded(INTEGRATORS[self.integrator], self.mode, times, q, qd,
+                                         Q, QD, QDD, res, energy, it, self.tol, self.max_iter,
+                                         max_influence, ws, W, scratch)
+        except np.linalg.LinAlgError:        # a Newton block met NaN (a closed form lost its root)
+            status, k = 1, int(np.flatnonzero(np.abs(Q).sum(axis=1) > 0).max(initial=0)) + 1
+        seconds = (_time.perf_counter() - wall, _time.thread_time() - cpu)
+        limit = 1e-8 if self.plan.fully_triangular else max(1e-8, 100 * self.tol)
+        bad = np.flatnonzero(~(res[:k + 1] <= limit)) if self.mode == 0 else ()
+        if len(bad):
+            status, k = 1, int(bad[0])
+        return status, k, seconds
 
 
 _SOLVE_SMALL = '''
@@ -275,6 +360,9 @@ def solve_small(A, b):
 '''
 
 _GENERAL = '''
+B_SLOT_ = 4   # where workspace() keeps B (influence())
+
+
 @njit(cache=True)
 def workspace():
     nf = IND.shape[0]
@@ -424,9 +512,24 @@ def advance(integ, mode, y, q, qd, t, h, tol, max_iter, k1, k2, k3, k4, yy, a1, 
 
 
 @njit(cache=True)
+def influence(ws):
+    """Largest entry of B_d = -Phi_d^-1 Phi_i at the last embedded_rhs: the gain from the
+    independent to the dependent velocities, unbounded as Phi_d becomes singular (the
+    re-partition monitor, as the natural-coordinate ``partitioning`` method's)."""
+    B = ws[B_SLOT_]
+    worst = 0.0
+    for c in range(DEP.shape[0]):
+        for a in range(IND.shape[0]):
+            worst = max(worst, abs(B[DEP[c], a]))
+    return worst
+
+
+@njit(cache=True)
 def run_embedded(integ, mode, times, q_, qd_, Q, QD, QDD, RES, ENERGY, ITER, tol, max_iter,
-                 ws_, W_, scratch_):
-    """Whole run from (q, qd) over ``times``, every step recorded; -1 or the failed step.
+                 max_influence, ws_, W_, scratch_):
+    """Whole run from (q, qd) over ``times``, every step recorded. Returns (status, step):
+    (0, last) done; (1, k) an evaluation of step k failed; (2, k) step k is recorded and its
+    influence() exceeds ``max_influence`` (time to re-partition).
     Arrays handed down the hot path are unmanaged views (no reference counting per call,
     see kinedyn._unmanaged). Their owners -- workspace(), dep_workspace() and scratch
     (9, max(2 f, n)) -- are arguments, so the caller keeps them alive for the whole run: an
@@ -442,6 +545,7 @@ def run_embedded(integ, mode, times, q_, qd_, Q, QD, QDD, RES, ENERGY, ITER, tol
     for a in range(nf):
         y[a] = q[IND[a]]
         y[nf + a] = qd[IND[a]]
+    last = times.shape[0] - 1
     for k in range(times.shape[0]):
         t = times[k]
         for a in range(nf):
@@ -449,7 +553,7 @@ def run_embedded(integ, mode, times, q_, qd_, Q, QD, QDD, RES, ENERGY, ITER, tol
             qd[IND[a]] = y[nf + a]
         it = embedded_rhs(mode, q, qd, t, tol, max_iter, a1, a2, qdd, ws, W)
         if it < 0:
-            return k
+            return 1, k
         for a in range(nf):
             k1[a] = a1[a]
             k1[nf + a] = a2[a]
@@ -463,12 +567,16 @@ def run_embedded(integ, mode, times, q_, qd_, Q, QD, QDD, RES, ENERGY, ITER, tol
         RES[k] = worst
         ENERGY[k] = kinetic_energy(qd, ws) + potential(q)
         ITER[k] = it
-        if k == times.shape[0] - 1:
+        if not abs(ENERGY[k]) < np.inf:   # NaN or overflow: the state is lost (a singular
+            return 1, k                   # embedding's velocities grow without bound)
+        if k == last:
             break
+        if influence(ws) > max_influence:
+            return 2, k
         if not advance(integ, mode, y, q, qd, t, times[k + 1] - t, tol, max_iter, k1, k2, k3, k4,
                        yy, a1, a2, qdd, ws, W):
-            return k
-    return -1
+            return 1, k + 1
+    return 0, last
 
 
 @njit(cache=True)

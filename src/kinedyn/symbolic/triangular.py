@@ -171,6 +171,19 @@ def _sqrt(d):
     return sp.sqrt(d) if d.is_number else sp.sqrt(Clamp(d))
 
 
+def _nearest_pair(step: Step, partner: Step) -> tuple[sp.Expr, sp.Expr]:
+    """The root of quadratic ``step`` whose pair with ``partner`` (linear in step.var) is
+    nearer the previous pair, and that pair's partner value (see
+    :meth:`TriangularBlock.assignments`). Both pairs lie on the unit circle, so the nearer
+    one has the larger scalar product with the previous pair."""
+    roots = (step._root(1), step._root(-1))
+    mates = [partner.expr.xreplace({step.var: r}) for r in roots]
+    dots = [r * step.reference + m * partner.reference for r, m in zip(roots, mates)]
+    # Nearer(u, v, x, y) is x where |u| <= |v|: u = 1 - dot is |pair - previous|^2 / 2
+    u, v = 1 - dots[0], 1 - dots[1]
+    return Nearer(u, v, *roots), Nearer(u, v, *mates)
+
+
 def _normalised(g):
     return sp.expand(g / max(abs(c) for c in sp.Poly(g, *sorted(g.free_symbols, key=str)).coeffs()))
 
@@ -231,8 +244,29 @@ class TriangularBlock:
 
     def assignments(self, system: ConstraintSystem) -> list[tuple[sp.Symbol, sp.Expr]]:
         """(target, expression) in evaluation order: reduced-known parameters, steps, then
-        angles by atan2."""
-        out = list(self.definitions) + [(s.var, s.expr) for s in self.steps]
+        angles by atan2.
+
+        A tracked quadratic step in an angle's sine or cosine whose partner follows from a
+        linear step keeps the root whose (sine, cosine) pair is nearer the previous one, not
+        the root nearer the previous value: where the two assembly modes share the solved
+        value (mirror images about a horizontal line share their cosines) the roots merge
+        while the pairs stay apart, so a scalar choice can swap modes there (the free
+        Stephenson-III embedded in beta3 at t = 0.574 s, whose beta1 cosine roots cross)."""
+        partner = {}
+        for s_, c_ in self.poly.trig.values():
+            partner[s_], partner[c_] = c_, s_
+        unsolved = {s.var for s in self.steps}
+        paired: dict = {}                  # the partners' values, chosen with their roots
+        out = list(self.definitions)
+        for k, step in enumerate(self.steps):
+            unsolved.discard(step.var)
+            expr = paired.get(step.var, step.expr)
+            if step.degree == 2 and step.track and step.var in partner:
+                later = next((p for p in self.steps[k + 1:] if p.var == partner[step.var]), None)
+                if (later is not None and later.degree == 1
+                        and not later.expr.free_symbols & (unsolved - {later.var})):
+                    expr, paired[later.var] = _nearest_pair(step, later)
+            out.append((step.var, expr))
         for i in self.unknowns:
             c = system.coordinates[i]
             if c.angle:
