@@ -244,9 +244,16 @@ class EmbeddedDynamics:
     def independent_names(self) -> tuple[str, ...]:
         return tuple(self.system.coordinates[i].name for i in self.system.independent)
 
-    def simulate(self, t_end: float, dt: float, *, _warm: bool = False) -> Results:
+    def simulate(self, t_end: float, dt: float, *, integrator: str | None = None,
+                 repartition: bool | None = None, _warm: bool = False) -> Results:
         """Fixed-step run; channels as :class:`TriangularKinematics` plus ``energy``; with
-        ``repartition`` the summary lists the partitions used and when they began."""
+        ``repartition`` the summary lists the partitions used and when they began.
+        ``integrator`` and ``repartition`` override the constructor's for this run (both are
+        run-time choices of the generated code: no new derivation)."""
+        integrator = self.integrator if integrator is None else integrator
+        if integrator not in INTEGRATORS:
+            raise ModelError(f"unknown integrator {integrator!r}; known: {', '.join(INTEGRATORS)}")
+        repartition = self.repartition if repartition is None else bool(repartition)
         n_steps = int(round(t_end / dt))
         if not dt > 0 or (n_steps < 1 and not _warm):
             raise ModelError(f"need dt > 0 and t_end >= dt, got dt={dt}, t_end={t_end}")
@@ -257,19 +264,19 @@ class EmbeddedDynamics:
         it = np.zeros(n_steps + 1, np.int64)
         q, qd = self.q_initial.copy(), self.qd_initial.copy()
         part, start, wall, cpu, limit = self, 0, 0.0, 0.0, np.inf
-        if self.repartition:                 # from the best partition at the start, too
+        if repartition:                      # from the best partition at the start, too
             part, limit = self._choose(self, q, 0.0, False)
         partitions = [{"t": 0.0, "independent": list(part.independent_names)}]
         while True:
-            status, k, seconds = part._run(times[start:], q, qd, Q[start:], QD[start:],
-                                           QDD[start:], res[start:], energy[start:], it[start:],
-                                           limit)
+            status, k, seconds = part._run(integrator, times[start:], q, qd, Q[start:],
+                                           QD[start:], QDD[start:], res[start:],
+                                           energy[start:], it[start:], limit)
             k += start
             wall, cpu = wall + seconds[0], cpu + seconds[1]
             if status == 0:
                 break
             at = k if status == 2 else k - 1           # the last recorded, good state
-            if status == 1 and (not self.repartition or at <= start):
+            if status == 1 and (not repartition or at <= start):
                 raise part._failure(Q[max(at, 0)], float(times[max(at, 0)]), float(times[k]))
             chosen, limit = self._choose(part, Q[at], float(times[at]), status == 1)
             if chosen is None:
@@ -281,7 +288,7 @@ class EmbeddedDynamics:
         ch = _channels(self.system, Q, QD, QDD, res, it)
         ch["energy"] = energy
         summary = {"model": self.system.name, "analysis": "dynamics", "method": "embedded",
-                   "integrator": self.integrator, "position_solver": self.position_solver,
+                   "integrator": integrator, "position_solver": self.position_solver,
                    "dt": dt, "steps": n_steps, "wall_time_s": wall,
                    "ms_per_simulated_second": wall * 1e3 / max(t_end, 1e-300),
                    "cpu_ms_per_simulated_second": cpu * 1e3 / max(t_end, 1e-300),
@@ -290,7 +297,7 @@ class EmbeddedDynamics:
                    "plan": self.plan.report(), "plan_seconds": self.plan_seconds,
                    "generation_seconds": self.generation_seconds,
                    "independent": list(self.independent_names)}
-        if self.repartition:
+        if repartition:
             summary["partitions"] = partitions
         return Results(times, ch, summary)
 
@@ -308,7 +315,7 @@ class EmbeddedDynamics:
             return None, np.inf
         return part, max(self.influence_limit, 2.0 * here[0])
 
-    def _run(self, times, q, qd, Q, QD, QDD, res, energy, it, max_influence):
+    def _run(self, integrator, times, q, qd, Q, QD, QDD, res, energy, it, max_influence):
         """One compiled run of this partition over ``times`` from the full state (q, qd):
         (status, step, (wall s, CPU s)) as ``run_embedded``; a closed form that lost its real
         root (residual > 1e-8 where the plan is exact) counts as a failure of that step."""
@@ -317,7 +324,7 @@ class EmbeddedDynamics:
             mod = self.generated.module     # the workspaces' owners live here for the run
             ws, W = mod.workspace(), mod.dep_workspace()
             scratch = np.zeros((9, max(2 * len(self.system.independent), self.system.n_q)))
-            status, k = mod.run_embedded(INTEGRATORS[self.integrator], self.mode, times, q, qd,
+            status, k = mod.run_embedded(INTEGRATORS[integrator], self.mode, times, q, qd,
                                          Q, QD, QDD, res, energy, it, self.tol, self.max_iter,
                                          max_influence, ws, W, scratch)
         except np.linalg.LinAlgError:        # a Newton block met NaN (a closed form lost its root)
