@@ -578,7 +578,7 @@ def run_embedded(integ, mode, times, q_, qd_, Q, QD, QDD, RES, ENERGY, ITER, tol
             return 1, k                   # embedding's velocities grow without bound)
         if k == last:
             break
-        if influence(ws) > max_influence:
+        if max_influence < np.inf and influence(ws) > max_influence:   # only when watched
             return 2, k
         if not advance(integ, mode, y, q, qd, t, times[k + 1] - t, tol, max_iter, k1, k2, k3, k4,
                        yy, a1, a2, qdd, ws, W):
