@@ -64,16 +64,78 @@ def test_unknown_strategy():
 
 @pytest.mark.parametrize("solver", ["dense", "sparse"])
 def test_threads_give_the_serial_results(solver):
-    """Independent groups on two threads (nogil workers, barrier per DAG level): every group
-    does the same arithmetic as in the serial order, so the results are the same."""
+    """Independent groups on two threads (nogil workers, each with its copy of the terminal
+    group, no barrier): every group does the same arithmetic as in the serial order, so the
+    results are the same."""
     m = get("stewart-paper").compile()
-    serial = Kinematics(m, solver=solver, strategy="groups").simulate(0.3, 0.01)
+    one = Kinematics(m, solver=solver, strategy="groups")
+    serial = one.simulate(0.3, 0.01)
     kin = Kinematics(m, solver=solver, strategy="groups", threads=(2, 1))
     par = kin.simulate(0.3, 0.01)
     for field in ("q", "qd", "qdd"):
         np.testing.assert_array_equal(getattr(par, field), getattr(serial, field))
     np.testing.assert_array_equal(par.iterations, serial.iterations)
     assert kin.engine.runner is not None and par.summary["strategy"] == "groups"
+    assert kin.engine.runner.replicate  # one terminal group first: no barriers
+    # in chunks of 2 steps (a progress bar; each chunk starts with full Newton-Raphson): each
+    # worker's record of the last accelerations carries over from chunk to chunk
+    chunks = [k.simulate(0.6, 0.01, progress=lambda done, total: None) for k in (one, kin)]
+    for field in ("q", "qd", "qdd"):
+        np.testing.assert_array_equal(getattr(chunks[1], field), getattr(chunks[0], field))
+    kin.engine.close()
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_threads_with_barriers_give_the_serial_results(monkeypatch, fixed):
+    """Where copies of ancestors would lengthen the busiest worker's path, the workers share
+    one state and meet at a barrier after every level: the same results, bit for bit."""
+    from kinedyn.kinematics import threads
+    monkeypatch.setattr(threads, "with_ancestors", lambda structure, own: (False, own))
+    m = get("scissor-platform-6x1").compile()
+    kw = dict(strategy="groups", fixed_iterations=fixed, max_iter=2 if fixed else 30)
+    serial = Kinematics(m, **kw).simulate(0.2, 0.01)
+    kin = Kinematics(m, threads=(2, 1), **kw)
+    r = kin.engine.runner
+    assert not r.replicate and r.solve == r.own
+    par = kin.simulate(0.2, 0.01)
+    for field in ("q", "qd", "qdd"):
+        np.testing.assert_array_equal(getattr(par, field), getattr(serial, field))
+    kin.engine.close()
+
+
+def _structure(sizes, depends_on):
+    """A group structure of groups of the given sizes and dependencies (levels from them)."""
+    from kinedyn.topology.groups import GroupStructure, StructuralGroup
+    level: list[int] = []
+    groups, start = [], 0
+    for size, deps in zip(sizes, depends_on):
+        level.append(1 + max((level[p] for p in deps), default=-1))
+        unknowns = tuple(range(start, start + size))
+        groups.append(StructuralGroup(unknowns, unknowns, (), level[-1], tuple(deps)))
+        start += size
+    levels = tuple(tuple(g for g in range(len(sizes)) if level[g] == lv)
+                   for lv in range(max(level) + 1))
+    return GroupStructure(tuple(groups), levels, len(sizes))
+
+
+def test_workers_copy_ancestors_only_where_no_worker_gets_longer():
+    """Copies of the ancestors replace the barriers where the busiest worker's share with its
+    copies (sum of size squared) is no longer than the sum of each level's busiest share."""
+    from kinedyn.kinematics.threads import assign_groups, with_ancestors
+    # the paper's Stewart platform: terminal (12), then six legs (15) that read it
+    stewart = _structure([12] + [15] * 6, [()] + [(0,)] * 6)
+    own = assign_groups(stewart, 2)
+    assert [lists[1] for lists in own] == [[1, 2, 3], [4, 5, 6]]
+    assert sorted(own[0][0] + own[1][0]) == [0]  # one worker owns the terminal
+    assert with_ancestors(stewart, own) == (True, [[[0], [1, 2, 3]], [[0], [4, 5, 6]]])
+    # two large groups first, each small one reads both: copies would double the large work
+    wide = _structure([20, 20, 3, 3], [(), (), (0, 1), (0, 1)])
+    own = assign_groups(wide, 2)
+    assert with_ancestors(wide, own) == (False, own)
+    # independent groups only: nothing to copy, and no barrier either
+    flat = _structure([8, 8, 8], [(), (), ()])
+    own = assign_groups(flat, 2)
+    assert with_ancestors(flat, own) == (True, own)
 
 
 def test_threads_take_consecutive_groups():
@@ -87,8 +149,7 @@ def test_threads_take_consecutive_groups():
     kin = Kinematics(get("stewart-paper").compile(), strategy="groups", threads=(2, 1))
     r, gs = kin.engine.runner, kin.engine.structure
     for lv, level in enumerate(gs.levels):
-        mine = [list(r.assign[r.assign_ptr[w * r.n_levels + lv]:r.assign_ptr[w * r.n_levels + lv + 1]])
-                for w in range(2)]
+        mine = [r.own[w][lv] for w in range(2)]
         assert sorted(mine[0] + mine[1]) == sorted(level)
         if len(level) == 6:
             assert [len(m) for m in mine] == [3, 3]
@@ -108,11 +169,11 @@ def test_paper_step_by_level_gives_each_groups_arithmetic():
         assert kin.engine._by_units(True) and len(kin.engine.levels.plans) == 2
         serial = kin.simulate(0.3, 0.01)
         threaded = Kinematics(m, threads=(2, 1), **kw)
-        r = threaded.engine.runner  # each worker's share of a level is one unit
+        r = threaded.engine.runner  # what a worker solves on a level is one unit
         for w in range(2):
             for lv, level in enumerate(kin.engine.level_groups):
                 a = w * r.n_levels + lv
-                mine = tuple(r.assign[r.assign_ptr[a]:r.assign_ptr[a + 1]])
+                mine = tuple(r.solve[w][lv])
                 units = [r.units.groups[u] for u in r.unit_assign[r.unit_ptr[a]:r.unit_ptr[a + 1]]]
                 assert units == ([mine] if mine else []) and set(mine) <= set(level)
         par = threaded.simulate(0.3, 0.01)
@@ -144,8 +205,8 @@ def test_large_levels_call_each_groups_code(monkeypatch):
 
 
 def test_threaded_failure_names_group():
-    """A trajectory leaving the workspace: the worker that fails stops every worker at the
-    next barrier and the error names its group."""
+    """A trajectory leaving the workspace: the worker that fails stops every worker (at the
+    failing step, without barriers) and the error names its group."""
     m = get("stewart-paper").compile()
     kin = Kinematics(m, strategy="groups", threads=2, max_iter=3)
     with pytest.raises(kd_errors.SolverError, match=r"structural group G\d") as e:

@@ -6,8 +6,9 @@ import numba as nb
 import numpy as np
 import pytest
 
-from kinedyn.parallel.team import (ABORT, PROGRESS, Team, atomic_store, barrier, make_sync,
-                                   private_copy, private_zeros, wait_until)
+from kinedyn.parallel.team import (ABORT, NEVER, PROGRESS, Team, atomic_store, barrier,
+                                   first_failure, make_sync, private_copy, private_zeros,
+                                   publish_failure, wait_until)
 
 
 @nb.njit(nogil=True)
@@ -80,6 +81,37 @@ def test_abort_in_the_next_phase_does_not_split_the_decision(n):
         with Team(n) as team:
             team.run(lambda w: _abort_in_next_phase(sync, w, n, at, passed))
         assert list(passed) == [at + 1] * n
+
+
+@nb.njit(nogil=True)
+def _run_until_failure(sync, w, n, fail_at, steps, done):
+    """Workers without barriers: worker w fails at step fail_at[w] (-1: never); every worker
+    stops before the earliest published failing step."""
+    for k in range(steps):
+        if first_failure(sync, n) <= k:
+            return
+        if k == fail_at[w]:
+            publish_failure(sync, w, k)
+            return
+        done[w] = k
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_workers_without_barriers_stop_at_the_earliest_failure(n):
+    """Each worker finishes every step before the earliest failure (so the recorded rows
+    before it are complete; a worker ahead of it may have done more); of several failures
+    the earliest counts."""
+    for fail_at in ([-1] * (n - 1) + [300], [500] + [-1] * (n - 2) + [40], [-1] * n):
+        sync, done = make_sync(n), np.full(n, -2, np.int64)
+        first = min([k for k in fail_at if k >= 0], default=None)
+        with Team(n) as team:
+            team.run(lambda w: _run_until_failure(sync, w, n, np.array(fail_at), 100_000, done))
+        if first is None:
+            assert list(done) == [99_999] * n and first_failure(sync, n) == NEVER
+        else:
+            assert first_failure(sync, n) == first
+            for w in range(n):
+                assert done[w] == first - 1 if fail_at[w] == first else done[w] >= first - 1
 
 
 def test_sync_array_lines():

@@ -214,21 +214,6 @@ def _group_pva(data, work, solvers, sworks, plans, pws, g, q, qd, qdd, t, tol, m
                   max_iter, fixed, track)
 
 
-@nb.njit(**INLINED)
-def predict(times, k, cols, q, qd, qdd, out_qdd):
-    """Tracking prediction of ``q[cols]`` at step ``k`` from step ``k - 1``: third-order Taylor
-    extrapolation, the jerk from the accelerations of the last two steps (as the global run,
-    :func:`.kernels.run`); second order at step 1, none at step 0."""
-    if k == 0:
-        return
-    h = times[k] - times[k - 1]
-    c = h * h * h / (6.0 * (times[k - 1] - times[k - 2])) if k > 1 else 0.0
-    for i in range(cols.shape[0]):
-        j = cols[i]
-        jerk = qdd[j] - out_qdd[k - 2, j] if k > 1 else 0.0
-        q[j] += h * qd[j] + 0.5 * h * h * qdd[j] + c * jerk
-
-
 @nb.njit(cache=True, nogil=True)
 def run_groups(data_, work_, solvers_, sworks_, plans_, pws_, order_, times_, q_, qd_, qdd_,
                start, stop, tol, max_iter, fixed, extrapolate, out_q_, out_qd_, out_qdd_,

@@ -2,15 +2,29 @@
 
 A pool of persistent Python threads each calls :func:`run_worker` once per run; the kernel is
 compiled with ``nogil=True``, so the threads really run in parallel and the whole run - every
-step, every level of the group DAG - happens inside compiled code. Worker ``w`` solves the
-groups assigned to it on each level (balanced by size), then waits at a barrier until every
-worker has finished that level (the next level reads their coordinates). The barrier is a
-spin barrier on atomic integers (each worker publishes its arrivals on its own cache line),
-yielding the core after a while so that an oversubscribed machine does not stall. No allocation, no GIL, no Python per step. The
-pool, the atomics and the barrier are the shared :mod:`kinedyn.parallel.team` (also used by
-threaded HDCA); their names stay importable from here.
+step, every level of the group DAG - happens inside compiled code. No allocation, no GIL, no
+Python per step. Worker ``w`` *owns* the groups assigned to it on each level (consecutive
+groups, balanced by size, :func:`assign_groups`) and records their coordinates. The DAG's
+order is kept in one of two ways (:func:`with_ancestors` chooses):
 
-Each worker extrapolates and records only the coordinates of its own groups, and keeps its own
+* **Replicated ancestors**, where that adds no arithmetic to the busiest worker - the usual
+  case: the paper's Stewart platform and the scissor family have one terminal group that
+  every leg reads, and a level of one group keeps all workers but one idle anyway. Each
+  worker also solves the ancestors of its groups that others own, in private copies of q, qd
+  and qdd, so it never waits for another worker: **no barrier in the whole run**, and a
+  worker that the machine pauses delays no other. The copies are bit for bit the owner's (the
+  same code on the same inputs). A worker that fails publishes its step; the others finish
+  the steps before it and stop (:func:`~kinedyn.parallel.team.first_failure`).
+* **A barrier per level** otherwise: the workers share q, qd and qdd and wait at a barrier
+  after each level until every worker has finished it (the next level reads their
+  coordinates).
+
+The barrier is a spin barrier on atomic integers (each worker publishes its arrivals on its
+own cache line), yielding the core after a while so that an oversubscribed machine does not
+stall. The pool, the atomics and the barrier are the shared :mod:`kinedyn.parallel.team`
+(also used by threaded HDCA); their names stay importable from here.
+
+Each worker extrapolates from its own record of the last accelerations and keeps its own
 residual and iteration maxima (reduced afterwards), so workers never write the same memory.
 The paper's MKL level (threads inside each group's linear algebra) is set with
 ``threadpoolctl`` around the run.
@@ -20,70 +34,103 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .._jit import INLINED
 from .._unmanaged import unmanaged
-from ..parallel.team import (ABORT, SPINS, Team, atomic_add, atomic_load,  # noqa: F401
-                             atomic_store, barrier, make_sync, private_copy,
-                             private_zeros, sched_yield)
+from ..parallel.team import (ABORT, NEVER, SPINS, Team, atomic_add,  # noqa: F401
+                             atomic_load, atomic_store, barrier, first_failure, make_sync,
+                             private_copy, private_zeros, publish_failure, sched_yield)
 from . import kernels as K
-from .grouped import _group_pva, predict
+from .grouped import _group_pva
 
 
 # ---- the worker kernel ------------------------------------------------------------------------
+@nb.njit(**INLINED)
+def predict(times, k, cols, q, qd, qdd, qdd_old):
+    """Tracking prediction of ``q[cols]`` at step ``k`` from step ``k - 1``, as the global run
+    (:func:`.kernels.predict`): third-order Taylor extrapolation, the jerk from the
+    accelerations of the last two steps; second order at step 1, none at step 0.
+    ``qdd_old[cols]`` holds the accelerations of step ``k - 2`` on entry and those of step
+    ``k - 1`` on return: each worker keeps its own (the recorded ones of a group that another
+    worker owns may not be written yet)."""
+    if k == 0:
+        return
+    h = times[k] - times[k - 1]
+    c = h * h * h / (6.0 * (times[k - 1] - times[k - 2])) if k > 1 else 0.0
+    for i in range(cols.shape[0]):
+        j = cols[i]
+        jerk = qdd[j] - qdd_old[j] if k > 1 else 0.0
+        qdd_old[j] = qdd[j]
+        q[j] += h * qd[j] + 0.5 * h * h * qdd[j] + c * jerk
+
+
 @nb.njit(cache=True, nogil=True)
-def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, assign_ptr_, assign_, n_levels, w,
-               n_workers, sync_, times_, q_, qd_, qdd_, start, stop, tol, max_iter, fixed,
-               extrapolate, out_q_, out_qd_, out_qdd_, out_res_, out_iter_, status_):
+def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, solve_ptr_, solve_, n_levels, w,
+               n_workers, replicate, sync_, times_, state_, owner_, start, stop, tol, max_iter,
+               fixed, extrapolate, out_q_, out_qd_, out_qdd_, out_res_, out_iter_, status_):
     """Worker ``w`` of ``n_workers``: steps ``start..stop-1`` for its groups.
 
-    ``assign[assign_ptr[w * n_levels + lv]: assign_ptr[w * n_levels + lv + 1]]`` are its groups
-    on level ``lv`` - or, in the paper's step with the sparse solver, its one unit (its groups
-    of the level as one block-diagonal system, :class:`~.grouped.Units`), indexing the tuples
-    of the units instead of the groups'. Every array is used through an unmanaged view: the
-    arrays both workers use (q, qd, qdd, sync) would otherwise have their reference counts
-    incremented and decremented atomically by both cores at every inlined sub-problem, one
-    cache line bouncing between them (Stewart platform, paper step, two workers: 63 -> 5.0 us
-    per step). ``out_res``/``out_iter`` are (n_workers, n_steps); ``status[w]`` receives
-    (status, step, group) of a failure (status 0 when the worker finished).
+    ``solve[solve_ptr[w * n_levels + lv]: solve_ptr[w * n_levels + lv + 1]]`` index what it
+    solves on level ``lv`` in the tuples of solvers, plans and their scratch: its groups (and,
+    with ``replicate``, its copies of the ancestors others own), each with scratch of its own -
+    or, in the paper's step with the sparse solver, its one unit (those groups as one
+    block-diagonal system, :class:`~.grouped.Units`). ``state[r]`` holds q, qd, qdd and the
+    accelerations of the step before (:func:`predict`); ``r = w`` with ``replicate``, else
+    the shared ``r = 0`` and a barrier after every level. Column ``c`` is recorded by worker
+    ``owner[c]``. Every array is used through an unmanaged view: the arrays both workers use
+    (sync, and q, qd, qdd at barriers) would otherwise have their reference counts incremented
+    and decremented atomically by both cores at every inlined sub-problem, one cache line
+    bouncing between them (Stewart platform, paper step, two workers: 63 -> 5.0 us per step).
+    ``out_res``/``out_iter`` are (n_workers, n_steps); ``status[w]`` receives (status, step,
+    index solved) of a failure (status 0 when the worker finished).
     """
     data, works, solvers, sworks = unmanaged(data_), unmanaged(works_), unmanaged(solvers_), \
         unmanaged(sworks_)
     plans, pws = unmanaged(plans_), unmanaged(pws_)
-    assign_ptr, assign, times = unmanaged(assign_ptr_), unmanaged(assign_), unmanaged(times_)
-    q, qd, qdd = unmanaged(q_), unmanaged(qd_), unmanaged(qdd_)
+    solve_ptr, solve, times = unmanaged(solve_ptr_), unmanaged(solve_), unmanaged(times_)
+    state, owner = unmanaged(state_), unmanaged(owner_)
     out_q, out_qd, out_qdd = unmanaged(out_q_), unmanaged(out_qd_), unmanaged(out_qdd_)
     out_res, out_iter = unmanaged(out_res_), unmanaged(out_iter_)
     sync, status = unmanaged(sync_), unmanaged(status_)
     work = works[w]
+    n = owner.shape[0]
+    r = w if replicate else 0
+    q, qd, qdd, qdd_old = state[r, 0, :n], state[r, 1, :n], state[r, 2, :n], state[w, 3, :n]
     status[w, 0] = K.OK
     status[w, 1] = stop
     status[w, 2] = -1
     for k in range(start, stop):
+        if replicate and first_failure(sync, n_workers) <= k:
+            return
         t = times[k]
         track = k > start and not fixed
         it_max, err_max = 0, 0.0
         for lv in range(n_levels):
             a = w * n_levels + lv
-            for p in range(assign_ptr[a], assign_ptr[a + 1]):
-                g = assign[p]
+            for p in range(solve_ptr[a], solve_ptr[a + 1]):
+                g = solve[p]
                 cols = plans[g].cols
                 if extrapolate:
-                    predict(times, k, cols, q, qd, qdd, out_qdd)
+                    predict(times, k, cols, q, qd, qdd, qdd_old)
                 st, it, err = _group_pva(data, work, solvers, sworks, plans, pws, g, q, qd, qdd,
                                          t, tol, max_iter, fixed, track)
                 if st != K.OK:
                     status[w, 0] = st
                     status[w, 1] = k
                     status[w, 2] = g
+                    if replicate:
+                        publish_failure(sync, w, k)
+                        return
                     atomic_store(sync, ABORT, 1)
                     break
                 it_max = max(it_max, it)
                 err_max = max(err_max, err)
                 for i in range(cols.shape[0]):
                     c = cols[i]
-                    out_q[k, c] = q[c]
-                    out_qd[k, c] = qd[c]
-                    out_qdd[k, c] = qdd[c]
-            if not barrier(sync, n_workers, w):
+                    if owner[c] == w:
+                        out_q[k, c] = q[c]
+                        out_qd[k, c] = qd[c]
+                        out_qdd[k, c] = qdd[c]
+            if not replicate and not barrier(sync, n_workers, w):
                 return
         out_res[w, k] = err_max
         out_iter[w, k] = it_max
@@ -109,13 +156,14 @@ def _contiguous_split(loads, n_parts):
     return bounds[::-1]
 
 
-def assign_groups(structure, n_workers: int):
-    """The groups of each level, in the order of their coordinates, cut into ``n_workers``
-    consecutive runs of balanced cost (a group's cost taken as its size squared). Consecutive
-    groups hold neighbouring coordinates (and scratch), so each worker writes one stretch of
-    the shared arrays, which meet another worker's in one cache line at most; spreading
-    equal legs alternately over the workers (largest-first balancing) made every leg boundary
-    a line that both cores write at every step."""
+def assign_groups(structure, n_workers: int) -> list[list[list[int]]]:
+    """The groups each worker owns, per level (``[w][level]``): the groups of each level, in
+    the order of their coordinates, cut into ``n_workers`` consecutive runs of balanced cost (a
+    group's cost taken as its size squared). Consecutive groups hold neighbouring coordinates
+    (and scratch), so each worker writes one stretch of the shared arrays, which meet another
+    worker's in one cache line at most; spreading equal legs alternately over the workers
+    (largest-first balancing) made every leg boundary a line that both cores write at every
+    step."""
     n_levels = len(structure.levels)
     lists = [[[] for _ in range(n_levels)] for _ in range(n_workers)]
     for lv, level in enumerate(structure.levels):
@@ -123,70 +171,140 @@ def assign_groups(structure, n_workers: int):
         loads = [structure.groups[g].size ** 2 for g in order]
         bounds = _contiguous_split(loads, n_workers)
         for w in range(n_workers):
-            lists[w][lv] = order[bounds[w]:bounds[w + 1]]
+            lists[w][lv] = sorted(order[bounds[w]:bounds[w + 1]])
+    return lists
+
+
+def with_ancestors(structure, own) -> tuple[bool, list[list[list[int]]]]:
+    """``(replicate, solve)``: whether each worker should also solve the ancestors of its
+    groups that others own (``own`` from :func:`assign_groups`), and what each worker then
+    solves per level.
+
+    Replication pays where the busiest worker's share with its copies of ancestors costs no
+    more than the run with a barrier per level, whose length is the sum over the levels of
+    the busiest worker's share of each (cost: group size squared): then the barriers go and
+    no arithmetic is added to the longest path. A DAG whose first level has one group (the
+    paper's Stewart platform: the terminal, then the six legs) always qualifies."""
+    groups = structure.groups
+    cost = [g.size ** 2 for g in groups]
+    ancestors: list[set[int]] = []
+    for g in groups:  # groups come in a valid solution order
+        ancestors.append(set(g.depends_on).union(*(ancestors[p] for p in g.depends_on)))
+    solve = []
+    for lists in own:
+        mine = {g for level in lists for g in level}
+        needed = mine.union(*(ancestors[g] for g in mine))
+        solve.append([sorted(g for g in level if g in needed) for level in structure.levels])
+    with_barriers = sum(max(sum(cost[g] for g in lists[lv]) for lists in own)
+                        for lv in range(len(structure.levels)))
+    replicated = max(sum(cost[g] for level in lists for g in level) for lists in solve)
+    return (True, solve) if replicated <= with_barriers else (False, own)
+
+
+def _flat(lists) -> tuple[np.ndarray, np.ndarray]:
+    """``(ptr, items)`` of per-worker, per-level lists: items of worker w on level lv at
+    ``items[ptr[w * n_levels + lv]:ptr[w * n_levels + lv + 1]]``."""
     ptr, flat = [0], []
-    for w in range(n_workers):
-        for lv in range(n_levels):
-            flat += sorted(lists[w][lv])
+    for per_level in lists:
+        for items in per_level:
+            flat += list(items)
             ptr.append(len(flat))
-    return np.array(ptr, np.int64), np.array(flat, np.int64), n_levels
+    return np.array(ptr, np.int64), np.array(flat, np.int64)
 
 
 class ThreadedRunner:
-    """Runs a :class:`~.grouped.GroupEngine` on ``n_workers`` threads (persistent pool)."""
+    """Runs a :class:`~.grouped.GroupEngine` on ``n_workers`` threads (persistent pool).
+
+    ``own``: the groups each worker owns per level (:func:`assign_groups`); ``solve``: what it
+    solves (its own, and with ``replicate`` its copies of their ancestors,
+    :func:`with_ancestors`); ``instances``: the group of each entry of the run's tuples, in
+    the order of ``solve``, worker after worker."""
 
     def __init__(self, engine, n_workers: int):
         self.engine = engine
-        self.n = int(n_workers)
-        self.assign_ptr, self.assign, self.n_levels = assign_groups(engine.structure, self.n)
-        self.sync = make_sync(self.n)
-        self.status = np.zeros((self.n, 3), np.int64)
-        # what a worker writes lies in cache lines of its own: the formulation scratch, each
-        # group's residual and right-hand side, and a Jacobian values array per worker (the
-        # groups' rows interleave in the shared one; a group's rows are read by it alone)
+        self.n = n = int(n_workers)
+        structure = engine.structure
+        self.n_levels = len(structure.levels)
+        self.own = assign_groups(structure, n)
+        self.replicate, self.solve = with_ancestors(structure, self.own)
+        self.solve_ptr, self.instances = _flat(self.solve)
+        self.instance_worker = np.repeat(np.arange(n), np.diff(self.solve_ptr[::self.n_levels]))
+        self.sync = make_sync(n)
+        self.status = np.zeros((n, 3), np.int64)
         f = engine.kin.f
-        self.works = tuple(private_copy(f.make_work()) for _ in range(self.n))
-        owner = np.zeros(len(engine.plans), np.int64)
-        for w in range(self.n):
-            owner[self.assign[self.assign_ptr[w * self.n_levels]:
-                              self.assign_ptr[(w + 1) * self.n_levels]]] = w
-        values = [private_zeros(len(engine.values)) for _ in range(self.n)]
-        self.pws = tuple(K.PlanWork(private_zeros(len(pw.phi)), private_zeros(len(pw.rhs)),
-                                    values[owner[g]]) for g, pw in enumerate(engine.pws))
+        self.owner = np.zeros(f.n_q, np.int64)  # the worker recording each coordinate
+        group_owner = np.zeros(len(engine.plans), np.int64)
+        for w in range(n):
+            for level in self.own[w]:
+                group_owner[level] = w
+                for g in level:
+                    self.owner[engine.plans[g].cols] = w
+        self.group_owner = group_owner
+        # what a worker writes lies in cache lines of its own: its state (q, qd, qdd, the
+        # accelerations before), the formulation scratch, each group's residual and right-hand
+        # side, and a Jacobian values array per worker (the groups' rows interleave in the
+        # shared one; a group's rows are read by its solver alone)
+        self.state = private_zeros((n, 4, -(-f.n_q // 8) * 8))
+        self.works = tuple(private_copy(f.make_work()) for _ in range(n))
+        values = [private_zeros(len(engine.values)) for _ in range(n)]
+        self.plans = tuple(engine.plans[g] for g in self.instances)
+        self.pws = tuple(K.PlanWork(private_zeros(len(engine.pws[g].phi)),
+                                    private_zeros(len(engine.pws[g].rhs)), values[w])
+                         for g, w in zip(self.instances, self.instance_worker))
+        self.solvers = self.sworks = None
+        self._built_from = None
         # the paper's step (sparse): each worker's groups of a level as one block-diagonal
         # system, as the serial run does with whole levels (the same arithmetic; the groups'
         # chains of dependent operations overlap: scissor-platform-22x4 116 -> 96 us serial)
         self.units = None
         if engine.levels is not None:
             ptr, groups, unit_values = [0], [], []
-            for a in range(self.n * self.n_levels):  # a = w * n_levels + lv
-                mine = tuple(self.assign[self.assign_ptr[a]:self.assign_ptr[a + 1]])
-                if mine:
-                    groups.append(mine)
-                    unit_values.append(values[a // self.n_levels])
-                ptr.append(len(groups))
+            for w in range(n):
+                for level in self.solve[w]:
+                    if level:
+                        groups.append(tuple(level))
+                        unit_values.append(values[w])
+                    ptr.append(len(groups))
             self.unit_ptr = np.array(ptr, np.int64)
             self.unit_assign = np.arange(len(groups), dtype=np.int64)
             self.units = engine.make_units(groups, unit_values, private_zeros)
-        self.team = Team(self.n, "kinedyn-group")
+        self.team = Team(n, "kinedyn-group")
+
+    def _instance_solvers(self):
+        """The solvers of the group instances, after each (re-)analysis by the engine: a group
+        solved by its owner uses the engine's solver scratch (so the state after a run is
+        where the serial engine keeps it), a copy of an ancestor scratch of its own."""
+        e = self.engine
+        if self._built_from is not e.sworks:
+            self.solvers = tuple(e.solvers[g] for g in self.instances)
+            self.sworks = tuple(e.sworks[g] if self.group_owner[g] == w
+                                else private_copy(e.sworks[g])
+                                for g, w in zip(self.instances, self.instance_worker))
+            self._built_from = e.sworks
 
     def run(self, times, q, qd, qdd, start, stop, tol, max_iter, fixed, extrapolate, outs):
         e = self.engine
         out_q, out_qd, out_qdd, out_res, out_iter = outs
-        n = len(times)
-        res_w, it_w = np.zeros((self.n, n)), np.zeros((self.n, n), np.int64)
+        n_q = len(q)
+        res_w, it_w = np.zeros((self.n, len(times))), np.zeros((self.n, len(times)), np.int64)
         self.sync[:] = 0
+        state = self.state[:, :, :n_q]
+        state[:, 0], state[:, 1], state[:, 2] = q, qd, qdd
+        if start >= 2:
+            state[:, 3] = out_qdd[start - 2]
         by_unit = e._by_units(fixed)
         if by_unit:
             u = self.units
             parts = (u.solvers, u.sworks, u.plans, u.pws, self.unit_ptr, self.unit_assign)
         else:
-            parts = (e.solvers, e.sworks, e.plans, self.pws, self.assign_ptr, self.assign)
+            self._instance_solvers()
+            parts = (self.solvers, self.sworks, self.plans, self.pws, self.solve_ptr,
+                     np.arange(len(self.instances), dtype=np.int64))
 
         def work(w):
-            run_worker(e.kin.data, self.works, *parts, self.n_levels, w, self.n, self.sync,
-                       times, q, qd, qdd, start, stop, tol, max_iter, fixed, extrapolate, out_q,
-                       out_qd, out_qdd, res_w, it_w, self.status)
+            run_worker(e.kin.data, self.works, *parts, self.n_levels, w, self.n, self.replicate,
+                       self.sync, times, self.state, self.owner, start, stop, tol, max_iter,
+                       fixed, extrapolate, out_q, out_qd, out_qdd, res_w, it_w, self.status)
 
         self.team.run(work)
         out_res[start:stop] = res_w[:, start:stop].max(axis=0)
@@ -194,10 +312,16 @@ class ThreadedRunner:
         failed = [w for w in range(self.n) if self.status[w, 0] != K.OK]
         if failed:
             w = min(failed, key=lambda w: self.status[w, 1])
-            st, k, g = (int(x) for x in self.status[w])
-            if by_unit:  # a unit failed as a whole: its group with the largest residual
-                g = e.worst_group(self.units.groups[g], q, times[k])
+            st, k, p = (int(x) for x in self.status[w])
+            # the failing worker's state: its group and that group's ancestors at step k
+            row = w if self.replicate else 0
+            q[:], qd[:], qdd[:] = state[row, 0], state[row, 1], state[row, 2]
+            g = (e.worst_group(self.units.groups[p], q, times[k]) if by_unit
+                 else int(self.instances[p]))
             return st, k, g
+        rows = self.owner if self.replicate else np.zeros(n_q, np.int64)
+        cols = np.arange(n_q)
+        q[:], qd[:], qdd[:] = state[rows, 0, cols], state[rows, 1, cols], state[rows, 2, cols]
         return K.OK, stop, -1
 
     def close(self):

@@ -12,7 +12,9 @@ every level) without the GIL, without Python and without allocation. Inside, wor
 Synchronisation lives in a small ``int64`` array (:func:`make_sync`, aligned to 64 bytes)
 accessed with LLVM atomics, every writer on its own cache line so that no two threads write the
 same line: line 0 holds the sticky ``ABORT`` request, lines 1 and 2 the counters ``PROGRESS``
-and ``PROGRESS_2`` for :func:`wait_until`, and line ``3 + w`` worker ``w``'s barrier arrivals.
+and ``PROGRESS_2`` for :func:`wait_until`, and line ``3 + w`` worker ``w``'s barrier arrivals
+and the step at which it failed (:func:`publish_failure`: workers that never meet at a barrier
+stop at the earliest failing step, :func:`first_failure`).
 The barrier has no shared counter (a counter's cache line bounces between the cores on every
 arrival, and a locked add stalls the arriving core): each worker publishes its own arrival and
 reads the others' (on 2 cores, one line transfer each way). Waits spin with the CPU's ``pause``
@@ -48,6 +50,8 @@ LINE = 8  # int64 slots per 64-byte cache line
 ABORT = 0
 PROGRESS, PROGRESS_2 = LINE, 2 * LINE  # counters for wait_until, one cache line each
 _ARRIVALS = 3 * LINE  # worker w's barrier arrivals: slots _ARRIVALS + LINE w + (0, 1)
+_FAILED = 2  # worker w's failing step + 1 (0: none): slot _ARRIVALS + LINE w + _FAILED
+NEVER = np.iinfo(np.int64).max  # first_failure when no worker failed
 MAX_WORKERS = 64
 
 
@@ -186,6 +190,24 @@ def wait_until(sync, slot, value):
     while atomic_load(sync, slot) < value:
         spins += 1
         spin(spins)
+
+
+@nb.njit(cache=True, nogil=True)
+def publish_failure(sync, w, step):
+    """Worker ``w`` failed at ``step``: the others, running on without barriers, finish the
+    steps before it and stop there (:func:`first_failure`)."""
+    atomic_store(sync, _ARRIVALS + LINE * w + _FAILED, step + 1)
+
+
+@nb.njit(cache=True, nogil=True)
+def first_failure(sync, n):
+    """The earliest step at which one of the ``n`` workers failed, ``NEVER`` if none has."""
+    first = NEVER
+    for v in range(n):
+        x = atomic_load(sync, _ARRIVALS + LINE * v + _FAILED)
+        if 0 < x <= first:
+            first = x - 1
+    return first
 
 
 # ---- the team -------------------------------------------------------------------------------------
