@@ -5,6 +5,7 @@ import pytest
 
 import kinedyn
 from kinedyn.dynamics import Dynamics
+from kinedyn.errors import UnknownNameError
 from kinedyn.symbolic.embedded import EmbeddedDynamics
 
 T_END, H = 2.0, 1e-3
@@ -32,6 +33,18 @@ def test_embedded_agrees_with_projection_method(pair):
         for suffix, tol in (("", 1e-6), ("_d", 1e-5)):
             a, r = res.channel(f"body.{b}.angle{suffix}"), ref.channel(f"body.{b}.angle{suffix}")
             assert np.abs(a - r).max() <= tol * max(1.0, np.abs(r).max()), (b, suffix)
+
+
+def test_unknown_integrator_and_position_solver_are_named(pair):
+    """Names are checked before anything is derived, and per run: the error lists the
+    known ones."""
+    model, _, emb, _ = pair
+    with pytest.raises(UnknownNameError, match="unknown integrator 'rk5'; known: euler, rk4"):
+        emb.simulate(0.1, H, integrator="rk5")
+    with pytest.raises(UnknownNameError, match="unknown integrator 'heun'"):
+        EmbeddedDynamics(model, integrator="heun")
+    with pytest.raises(UnknownNameError, match="unknown position solver 'secant'.*triangular"):
+        EmbeddedDynamics(model, position_solver="secant")
 
 
 def test_exact_constraints_and_energy(pair):

@@ -36,7 +36,7 @@ from sympy.printing.c import C99CodePrinter
 from sympy.printing.pycode import PythonCodePrinter
 
 from ..errors import KinedynError, ModelError
-from .groebner import cache_dir
+from .groebner import cache_dir, canonical_text
 
 BACKENDS = ("numba", "c")
 SCALAR_ARGS = ("t",)     # kernel arguments that are scalars; all others are float64 arrays
@@ -131,7 +131,7 @@ class Kernel:
         key = hashlib.sha256(json.dumps(
             [_VERSION, sp.__version__, self.name, list(self.args), self.returns,
              [(str(k), v) for k, v in self.reads.items()],
-             [(t, sp.srepr(e)) for t, e in self.outputs]]).encode()).hexdigest()
+             [(t, canonical_text(e)) for t, e in self.outputs]]).encode()).hexdigest()
         path = cache_dir().parent / "cse" / f"{self.name}_{key[:24]}.json"
         try:
             self._cache = json.loads(path.read_text())

@@ -20,7 +20,7 @@ import time as _time
 import numpy as np
 import sympy as sp
 
-from ..errors import ModelError, SingularConfigurationError, SolverError
+from ..errors import ModelError, SingularConfigurationError, SolverError, UnknownNameError
 from ..io.results import Results
 from ..model.compiled import FRAME_CODE, CompiledModel
 from .analysis import _channels, _planar_options, coordinates
@@ -32,6 +32,12 @@ from .kernels import _reads, coordinate_symbols, generate
 from .triangular import make_plan
 
 INTEGRATORS = {"euler": 0, "rk4": 1, "semi-implicit-euler": 2}
+
+
+def _known(kind: str, name: str, table) -> None:
+    """A clear error for a ``name`` that ``table`` does not have, listing those it has."""
+    if name not in table:
+        raise UnknownNameError(kind, name, table)
 
 
 def planar_mass_and_forces(eqs: PlanarEquations):
@@ -114,11 +120,8 @@ class EmbeddedDynamics:
                              baselines=baselines, record=record, **plan_options)
         self.model, self.repartition = model, bool(repartition)
         self.influence_limit = float(influence_limit)
-        if integrator not in INTEGRATORS:
-            raise ModelError(f"unknown integrator {integrator!r}; known: {', '.join(INTEGRATORS)}")
-        if position_solver not in POSITION_SOLVERS:
-            raise ModelError(f"unknown position solver {position_solver!r}; known: "
-                             f"{', '.join(POSITION_SOLVERS)}")
+        _known("integrator", integrator, INTEGRATORS)
+        _known("position solver", position_solver, POSITION_SOLVERS)
         eqs = coordinates(model, absolute=absolute, independent=independent,
                           **_planar_options(joint_angles, cut))
         if eqs.inputs:
@@ -251,8 +254,7 @@ class EmbeddedDynamics:
         ``integrator`` and ``repartition`` override the constructor's for this run (both are
         run-time choices of the generated code: no new derivation)."""
         integrator = self.integrator if integrator is None else integrator
-        if integrator not in INTEGRATORS:
-            raise ModelError(f"unknown integrator {integrator!r}; known: {', '.join(INTEGRATORS)}")
+        _known("integrator", integrator, INTEGRATORS)
         repartition = self.repartition if repartition is None else bool(repartition)
         n_steps = int(round(t_end / dt))
         if not dt > 0 or (n_steps < 1 and not _warm):

@@ -87,8 +87,17 @@ def cache_dir() -> Path:
     return cache_root() / "groebner"
 
 
+def canonical_text(expr) -> str:
+    """``srepr`` of ``expr`` with the arguments in SymPy's canonical order (that of ``args``,
+    which structural equality compares, so the same in every process), not re-sorted for
+    display: the display order (``as_ordered_terms``) evaluates every coefficient numerically,
+    and as the generated code's cache keys it cost 150 of the 190 s of the landing gear's
+    cached build. The key of a cached basis or CSE result."""
+    return sp.srepr(expr, order="none")
+
+
 def basis_key(polys, gens) -> str:
-    text = json.dumps([[sp.srepr(sp.expand(p)) for p in polys], [g.name for g in gens],
+    text = json.dumps([[canonical_text(sp.expand(p)) for p in polys], [g.name for g in gens],
                        "lex", sp.__version__])
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
