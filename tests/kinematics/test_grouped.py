@@ -174,7 +174,7 @@ def test_paper_step_by_level_gives_each_groups_arithmetic():
             for lv, level in enumerate(kin.engine.level_groups):
                 a = w * r.n_levels + lv
                 mine = tuple(r.solve[w][lv])
-                units = [r.units.groups[u] for u in r.unit_assign[r.unit_ptr[a]:r.unit_ptr[a + 1]]]
+                units = [r.units.groups[u] for u in range(r.unit_ptr[a], r.unit_ptr[a + 1])]
                 assert units == ([mine] if mine else []) and set(mine) <= set(level)
         par = threaded.simulate(0.3, 0.01)
         for field in ("q", "qd", "qdd"):

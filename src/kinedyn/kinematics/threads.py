@@ -64,13 +64,14 @@ def predict(times, k, cols, q, qd, qdd, qdd_old):
 
 
 @nb.njit(cache=True, nogil=True)
-def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, solve_ptr_, solve_, n_levels, w,
+def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, solve_ptr_, n_levels, w,
                n_workers, replicate, sync_, times_, state_, owner_, start, stop, tol, max_iter,
                fixed, extrapolate, out_q_, out_qd_, out_qdd_, out_res_, out_iter_, status_):
     """Worker ``w`` of ``n_workers``: steps ``start..stop-1`` for its groups.
 
-    ``solve[solve_ptr[w * n_levels + lv]: solve_ptr[w * n_levels + lv + 1]]`` index what it
-    solves on level ``lv`` in the tuples of solvers, plans and their scratch: its groups (and,
+    Entries ``solve_ptr[w * n_levels + lv]`` to ``solve_ptr[w * n_levels + lv + 1] - 1`` of
+    the tuples of solvers, plans and their scratch are what it solves on level ``lv``: its
+    groups (and,
     with ``replicate``, its copies of the ancestors others own), each with scratch of its own -
     or, in the paper's step with the sparse solver, its one unit (those groups as one
     block-diagonal system, :class:`~.grouped.Units`). ``state[r]`` holds q, qd, qdd and the
@@ -86,7 +87,7 @@ def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, solve_ptr_, solve
     data, works, solvers, sworks = unmanaged(data_), unmanaged(works_), unmanaged(solvers_), \
         unmanaged(sworks_)
     plans, pws = unmanaged(plans_), unmanaged(pws_)
-    solve_ptr, solve, times = unmanaged(solve_ptr_), unmanaged(solve_), unmanaged(times_)
+    solve_ptr, times = unmanaged(solve_ptr_), unmanaged(times_)
     state, owner = unmanaged(state_), unmanaged(owner_)
     out_q, out_qd, out_qdd = unmanaged(out_q_), unmanaged(out_qd_), unmanaged(out_qdd_)
     out_res, out_iter = unmanaged(out_res_), unmanaged(out_iter_)
@@ -106,8 +107,7 @@ def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, solve_ptr_, solve
         it_max, err_max = 0, 0.0
         for lv in range(n_levels):
             a = w * n_levels + lv
-            for p in range(solve_ptr[a], solve_ptr[a + 1]):
-                g = solve[p]
+            for g in range(solve_ptr[a], solve_ptr[a + 1]):
                 cols = plans[g].cols
                 if extrapolate:
                     predict(times, k, cols, q, qd, qdd, qdd_old)
@@ -233,13 +233,12 @@ class ThreadedRunner:
         self.status = np.zeros((n, 3), np.int64)
         f = engine.kin.f
         self.owner = np.zeros(f.n_q, np.int64)  # the worker recording each coordinate
-        group_owner = np.zeros(len(engine.plans), np.int64)
+        self.group_owner = np.zeros(len(engine.plans), np.int64)
         for w in range(n):
             for level in self.own[w]:
-                group_owner[level] = w
+                self.group_owner[level] = w
                 for g in level:
                     self.owner[engine.plans[g].cols] = w
-        self.group_owner = group_owner
         # what a worker writes lies in cache lines of its own: its state (q, qd, qdd, the
         # accelerations before), the formulation scratch, each group's residual and right-hand
         # side, and a Jacobian values array per worker (the groups' rows interleave in the
@@ -266,7 +265,6 @@ class ThreadedRunner:
                         unit_values.append(values[w])
                     ptr.append(len(groups))
             self.unit_ptr = np.array(ptr, np.int64)
-            self.unit_assign = np.arange(len(groups), dtype=np.int64)
             self.units = engine.make_units(groups, unit_values, private_zeros)
         self.team = Team(n, "kinedyn-group")
 
@@ -295,11 +293,10 @@ class ThreadedRunner:
         by_unit = e._by_units(fixed)
         if by_unit:
             u = self.units
-            parts = (u.solvers, u.sworks, u.plans, u.pws, self.unit_ptr, self.unit_assign)
+            parts = (u.solvers, u.sworks, u.plans, u.pws, self.unit_ptr)
         else:
             self._instance_solvers()
-            parts = (self.solvers, self.sworks, self.plans, self.pws, self.solve_ptr,
-                     np.arange(len(self.instances), dtype=np.int64))
+            parts = (self.solvers, self.sworks, self.plans, self.pws, self.solve_ptr)
 
         def work(w):
             run_worker(e.kin.data, self.works, *parts, self.n_levels, w, self.n, self.replicate,

@@ -36,6 +36,12 @@ def _planar_options(joint_angles, cut) -> dict:
     return {"joint_angles": True, "cut": tuple(cut)} if joint_angles or cut else {}
 
 
+def _known(kind: str, name: str, table) -> None:
+    """A clear error for a ``name`` that ``table`` does not have, listing those it has."""
+    if name not in table:
+        raise UnknownNameError(kind, name, table)
+
+
 class TriangularKinematics:
     """Kinematics of a fully driven model with generated kernels.
 
@@ -55,10 +61,8 @@ class TriangularKinematics:
                  joint_angles: bool = False, cut=(), tol: float = 1e-10, max_iter: int = 20,
                  plan=None, backend: str = "numba", newton_start: str = "extrapolated",
                  **plan_options):
-        if position_solver not in POSITION_SOLVERS:
-            raise UnknownNameError("position solver", position_solver, POSITION_SOLVERS)
-        if newton_start not in NEWTON_STARTS:
-            raise UnknownNameError("Newton start", newton_start, NEWTON_STARTS)
+        _known("position solver", position_solver, POSITION_SOLVERS)
+        _known("Newton start", newton_start, NEWTON_STARTS)
         self.newton_start = newton_start
         if isinstance(model, CompiledModel):
             model = coordinates(model, absolute=absolute, **_planar_options(joint_angles, cut))

@@ -20,10 +20,10 @@ import time as _time
 import numpy as np
 import sympy as sp
 
-from ..errors import ModelError, SingularConfigurationError, SolverError, UnknownNameError
+from ..errors import ModelError, SingularConfigurationError, SolverError
 from ..io.results import Results
 from ..model.compiled import FRAME_CODE, CompiledModel
-from .analysis import _channels, _planar_options, coordinates
+from .analysis import _channels, _known, _planar_options, coordinates
 from .codegen import Kernel
 from .equations import T, PlanarEquations, _function_expr, _vec
 from .spatial import spatial_mass_and_forces
@@ -32,12 +32,6 @@ from .kernels import _reads, coordinate_symbols, generate
 from .triangular import make_plan
 
 INTEGRATORS = {"euler": 0, "rk4": 1, "semi-implicit-euler": 2}
-
-
-def _known(kind: str, name: str, table) -> None:
-    """A clear error for a ``name`` that ``table`` does not have, listing those it has."""
-    if name not in table:
-        raise UnknownNameError(kind, name, table)
 
 
 def planar_mass_and_forces(eqs: PlanarEquations):
