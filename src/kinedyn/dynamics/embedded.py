@@ -17,7 +17,8 @@ reactions), as ``method="hdca"`` does:
 
 Which symbolic coordinates a model uses is in :data:`SYMBOLIC_OPTIONS` (the thesis's choices);
 ``Dynamics(..., symbolic={...})`` overrides or supplies them (``absolute``, ``joint_angles``,
-``cut``, ``independent``, ``position_solver``, plan options).
+``cut``, ``independent``, ``position_solver``, plan options); ``"repartition": True`` switches
+the independent coordinates where they approach a limit position (:meth:`EmbeddedMethod.run`).
 """
 from __future__ import annotations
 
@@ -82,10 +83,7 @@ class EmbeddedMethod:
                     f"registered (models with one: {', '.join(sorted(SYMBOLIC_OPTIONS))}); pass "
                     "symbolic={'absolute': [...], ...} to derive one (kinedyn.symbolic)")
             options = SYMBOLIC_OPTIONS[m.name]
-        if options.get("repartition"):
-            raise ModelError("method 'embedded' keeps its independent coordinates for the whole "
-                             "run: switching them is kinedyn.symbolic.EmbeddedDynamics(..., "
-                             "repartition=True), or method='partitioning' in natural coordinates")
+        self.repartition = bool(options.get("repartition"))
         if integrator not in _CODES:
             raise ModelError(f"method 'embedded' integrates with {', '.join(_CODES)}; got "
                              f"{integrator!r}")
@@ -105,16 +103,26 @@ class EmbeddedMethod:
             except ModelError as err:
                 raise ModelError(f"method 'embedded' on {m.name!r}: {err}") from err
             _GENERATED[key] = (m, self.emb)
-        self.mod = self.emb.generated.module
         self.mode, self.tol, self.max_iter = self.emb.mode, float(tol), int(max_iter)
-        sys_ = self.emb.system
-        self.ind = np.asarray(sys_.independent, np.int64)
+        self._use(self.emb)
         self.q, self.qd = self._symbolic_state(np.asarray(q_nat, float), np.asarray(qd_nat, float), t0)
-        nf, n = len(self.ind), sys_.n_q
+        self.limit = np.inf                  # the influence watched (repartition only)
+        if self.repartition:                 # from the best partition at the start, too
+            part, self.limit = self.emb._choose(self.emb, self.q, t0, False)
+            self._use(part)
+        self.partitions = [{"t": float(t0), "independent": list(self.part.independent_names)}]
         self.y0 = np.concatenate([self.q[self.ind], self.qd[self.ind]])
+        self.n_pos = len(self.ind)
+        self.good_time = None                # of the last good state before a failure
+
+    def _use(self, part):
+        """Run the partition ``part`` (an EmbeddedDynamics of the same coordinates) from now on."""
+        self.part, self.mod = part, part.generated.module
+        self.max_residual = part.residual_limit
+        sys_ = part.system
+        self.ind = np.asarray(sys_.independent, np.int64)
         self.ws, self.W = self.mod.workspace(), self.mod.dep_workspace()
-        self.scratch = np.zeros((9, max(2 * nf, n)))
-        self.n_pos = nf
+        self.scratch = np.zeros((11, max(2 * len(self.ind), sys_.n_q)))
 
     # ---- the natural map (symbolic, generated into the embedded module) ------------------------
     def _outputs(self, eqs, qd_sym, q0):
@@ -166,13 +174,45 @@ class EmbeddedMethod:
 
     # ---- running ---------------------------------------------------------------------------------
     def run(self, y, t0, dt, n_steps, record_every, out):
-        """(status, steps done) as :func:`kinedyn.dynamics.integrators.integrate_fixed`."""
-        return self.mod.run_recorded(self.code, self.mode, y, self.q, self.qd, t0, dt, n_steps,
-                                     record_every, out, self.tol, self.max_iter, self.ws, self.W,
-                                     self.scratch)
+        """(status, steps done) as :func:`kinedyn.dynamics.integrators.integrate_fixed`.
+
+        With ``repartition`` the compiled run stops where the influence |B_d| exceeds its
+        limit, or at a failure, and goes on from that state (the last good one) in the
+        partition :meth:`~kinedyn.symbolic.embedded.EmbeddedDynamics._choose` takes there: y
+        is rewritten in place for its independent coordinates. A failure is retried once per
+        step, so the run always advances."""
+        first, retried = 0, -1
+        self.good_time = None
+        while True:
+            st, k = self.mod.run_recorded(self.code, self.mode, y, self.q, self.qd, t0, dt, first,
+                                          n_steps, record_every, out, self.tol, self.max_iter,
+                                          self.limit, self.max_residual, self.ws, self.W,
+                                          self.scratch)
+            if st == 1 and k > first:
+                self.good_time = t0 + (k - 1) * dt
+            if st == 0 or not self.repartition or (st == 1 and (k <= first or k <= retried)):
+                return st, k
+            at = k if st == 2 else k - 1     # the state to go on from
+            if st == 1:
+                retried = k
+            part, self.limit = self.emb._choose(self.part, self.q, t0 + at * dt, st == 1)
+            if part is None:
+                return st, k
+            if part is not self.part:
+                self._use(part)
+                self.partitions.append({"t": t0 + at * dt,
+                                        "independent": list(part.independent_names)})
+            nf = len(self.ind)
+            y[:nf], y[nf:] = self.q[self.ind], self.qd[self.ind]
+            first = at
 
     def failure(self, t):
+        """The error of a failed step at t: with a good state before it, the diagnosis of
+        :class:`~kinedyn.symbolic.embedded.EmbeddedDynamics` (conditioning of Phi_d, a limit
+        position of the independent coordinates, the best other choice of them)."""
         from ..errors import SolverError
-        names = self.emb.system.constraint_names
-        return SolverError(f"embedded: the {self.emb.position_solver} position solver failed or "
+        if self.good_time is not None:
+            return self.part._failure(self.q, self.good_time, t)
+        names = self.part.system.constraint_names
+        return SolverError(f"embedded: the {self.part.position_solver} position solver failed or "
                            "a block of Phi_d became singular", time=t, constraints=list(names[:6]))

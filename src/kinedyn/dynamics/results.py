@@ -49,6 +49,8 @@ class DynamicResults(Results):
             summary["baumgarte"] = list(dyn.baumgarte)
         if dyn.method == "penalty":
             summary["penalty"] = dict(dyn.penalty)
+        if dyn.method == "embedded" and dyn.embedded.repartition:
+            summary["partitions"] = list(dyn.embedded.partitions)
         super().__init__(times, None, summary)
 
     @cached_property

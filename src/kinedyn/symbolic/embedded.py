@@ -111,7 +111,8 @@ class EmbeddedDynamics:
         self._options = dict(absolute=absolute, joint_angles=joint_angles, cut=cut,
                              integrator=integrator, position_solver=position_solver, tol=tol,
                              max_iter=max_iter, backend=backend, blockwise=blockwise,
-                             baselines=baselines, record=record, **plan_options)
+                             baselines=baselines, record=record, warm_up=warm_up,
+                             **plan_options)
         self.model, self.repartition = model, bool(repartition)
         self.influence_limit = float(influence_limit)
         _known("integrator", integrator, INTEGRATORS)
@@ -238,6 +239,15 @@ class EmbeddedDynamics:
         return self._partitions[names]
 
     @property
+    def residual_limit(self) -> float:
+        """The largest constraint residual a step may leave with the triangular position
+        solver (a closed form that lost its real root returns wrong positions, not an error);
+        infinite with Newton, which checks its own convergence."""
+        if self.mode != 0:
+            return np.inf
+        return 1e-8 if self.plan.fully_triangular else max(1e-8, 100 * self.tol)
+
+    @property
     def independent_names(self) -> tuple[str, ...]:
         return tuple(self.system.coordinates[i].name for i in self.system.independent)
 
@@ -326,8 +336,7 @@ class EmbeddedDynamics:
         except np.linalg.LinAlgError:        # a Newton block met NaN (a closed form lost its root)
             status, k = 1, int(np.flatnonzero(np.abs(Q).sum(axis=1) > 0).max(initial=0)) + 1
         seconds = (_time.perf_counter() - wall, _time.thread_time() - cpu)
-        limit = 1e-8 if self.plan.fully_triangular else max(1e-8, 100 * self.tol)
-        bad = np.flatnonzero(~(res[:k + 1] <= limit)) if self.mode == 0 else ()
+        bad = np.flatnonzero(~(res[:k + 1] <= self.residual_limit)) if self.mode == 0 else ()
         if len(bad):
             status, k = 1, int(bad[0])
         return status, k, seconds
@@ -583,38 +592,61 @@ def run_embedded(integ, mode, times, q_, qd_, Q, QD, QDD, RES, ENERGY, ITER, tol
 
 
 @njit(cache=True)
-def run_recorded(integ, mode, y_, q_, qd_, t0, dt, n_steps, record_every, out_, tol, max_iter,
-                 ws_, W_, scratch_):
-    """``n_steps`` steps of y = [q_i; qd_i] from t0, recording ``record_outputs(q, qd)`` every
-    ``record_every`` steps into ``out`` (row 0: the start); q, qd: the full state of the last
-    evaluation (its dependent part is the branch reference). Returns (status, steps done); on
-    failure y is the state at the start of the failed step (the kinedyn.dynamics protocol)."""
+def run_recorded(integ, mode, y_, q_, qd_, t0, dt, first, n_steps, record_every, out_, tol,
+                 max_iter, max_influence, max_residual, ws_, W_, scratch_):
+    """Steps ``first..n_steps`` of y = [q_i; qd_i] (step s at t0 + s dt), recording
+    ``record_outputs(q, qd)`` at the steps that are multiples of ``record_every`` into ``out``
+    (row s // record_every); q, qd: the full state of the last evaluation (its dependent part
+    is the branch reference); scratch (11, max(2 f, n)). Returns (status, step):
+    (0, n_steps) done; (1, k) the state of step k could not be reached or evaluated, and y, q,
+    qd hold the last good one, step k - 1 (unchanged if k = first); (2, k) step k is recorded
+    and influence() exceeds ``max_influence`` (time to re-partition; y is that state). A
+    constraint residual above ``max_residual`` fails the step: a closed form that lost its real
+    root (Clamp holds the square root at zero) returns wrong positions, not an error."""
     nf = IND.shape[0]
+    r = np.zeros(NC_)
     y, q, qd, out, scratch = unmanaged(y_), unmanaged(q_), unmanaged(qd_), unmanaged(out_), \
         unmanaged(scratch_)
     ws, W = unmanaged(ws_), unmanaged(W_)
     k1, k2, k3, k4, yy, saved = scratch[0], scratch[1], scratch[2], scratch[3], scratch[4], scratch[5]
     a1, a2, qdd = scratch[6, :nf], scratch[7, :nf], scratch[8, :NQ_]
-    for s in range(n_steps + 1):
+    q_good, qd_good = scratch[9, :NQ_], scratch[10, :NQ_]
+    for s in range(first, n_steps + 1):
         t = t0 + s * dt
         for a in range(nf):
             q[IND[a]] = y[a]
             qd[IND[a]] = y[nf + a]
-        if embedded_rhs(mode, q, qd, t, tol, max_iter, a1, a2, qdd, ws, W) < 0:
+        ok = embedded_rhs(mode, q, qd, t, tol, max_iter, a1, a2, qdd, ws, W) >= 0
+        if ok and max_residual < np.inf:
+            residual(q, t, r, ws)
+            for c in range(NC_):
+                ok = ok and abs(r[c]) <= max_residual
+        if not ok:
+            if s > first:                # back to the last good state, step s - 1
+                for a in range(2 * nf):
+                    y[a] = saved[a]
+                q[:] = q_good
+                qd[:] = qd_good
             return 1, s
         if s % record_every == 0:
             record_outputs(q, qd, out[s // record_every])
         if s == n_steps:
             break
+        if max_influence < np.inf and influence(ws) > max_influence:   # only when watched
+            return 2, s
         for a in range(nf):
             k1[a] = a1[a]
             k1[nf + a] = a2[a]
+        for a in range(2 * nf):
             saved[a] = y[a]
-            saved[nf + a] = y[nf + a]
+        q_good[:] = q
+        qd_good[:] = qd
         if not advance(integ, mode, y, q, qd, t, dt, tol, max_iter, k1, k2, k3, k4, yy, a1, a2,
                        qdd, ws, W):
             for a in range(2 * nf):
                 y[a] = saved[a]
-            return 1, s
+            q[:] = q_good
+            qd[:] = qd_good
+            return 1, s + 1
     return 0, n_steps
 '''
