@@ -206,11 +206,13 @@ class Kernel:
         return self._cache
 
     def cache_key(self, plain=None) -> str:
-        """The same in every process for the same kernel (SymPy's canonical argument order)."""
+        """The same in every process for the same kernel (SymPy's canonical argument order)
+        and the same rule for choosing its CSE (:data:`BASIC_CSE_NODES`)."""
         plain = plain or _cse([sp.sympify(e) for _, e in self.outputs], None)
         return hashlib.sha256(json.dumps(
-            [_VERSION, sp.__version__, self.name, list(self.args), self.returns,
-             [(str(k), v) for k, v in self.reads.items()], [t for t, _ in self.outputs],
+            [_VERSION, BASIC_CSE_NODES, sp.__version__, self.name, list(self.args),
+             self.returns, [(str(k), v) for k, v in self.reads.items()],
+             [t for t, _ in self.outputs],
              canonical_text(sp.Tuple(*(sp.Tuple(*r) for r in plain[0]), *plain[1]))]
         ).encode()).hexdigest()
 
