@@ -5,12 +5,28 @@ import pytest
 
 import kinedyn
 from kinedyn.dynamics import Dynamics
-from kinedyn.errors import ModelError, SolverError
+from kinedyn.errors import ModelError, SolverError, UnknownNameError
 
 
 def test_model_without_a_symbolic_plan_is_a_clear_error():
     with pytest.raises(ModelError, match="symbolic plan.*double-pendulum"):
         Dynamics(kinedyn.models.get("double-pendulum").compile(), method="embedded")
+
+
+def test_unknown_integrator_is_named_before_anything_is_derived():
+    """Through Dynamics and the method itself: the error lists the integrators the generated
+    run loop has ('reference' runs on the partitioned ODE only)."""
+    model = kinedyn.models.get("four-bar").compile()
+    with pytest.raises(UnknownNameError, match="unknown integrator 'heun'; known: euler, rk4"):
+        Dynamics(model, method="embedded", integrator="heun")
+    with pytest.raises(ModelError, match="'reference' integrator runs on the partitioned ODE"):
+        Dynamics(model, method="embedded", integrator="reference")
+    from kinedyn.dynamics.embedded import EmbeddedMethod
+    from kinedyn.kinematics.analysis import formulation_for
+    f = formulation_for(model, "natural")
+    with pytest.raises(UnknownNameError, match="unknown integrator 'bdf2'; known: euler, rk4, "
+                       "semi-implicit-euler"):
+        EmbeddedMethod(f, f.q0, np.zeros(f.n_q), 0.0, "bdf2", 1e-10, 20)
 
 
 def test_open_chain_has_nothing_to_embed():

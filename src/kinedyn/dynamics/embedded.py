@@ -35,8 +35,6 @@ SYMBOLIC_OPTIONS = {
 }
 #: generated embedded modules of this process, by model and options
 _GENERATED: dict = {}
-#: integrator names of kinedyn.dynamics -> codes of the generated run loop
-_CODES = {"euler": 0, "rk4": 1, "semi-implicit-euler": 2}
 
 
 def _natural_blocks(f):
@@ -71,7 +69,8 @@ class EmbeddedMethod:
 
     def __init__(self, f, q_nat, qd_nat, t0, integrator, tol, max_iter, options=None):
         from ..formulations.natural import Natural
-        from ..symbolic.embedded import EmbeddedDynamics
+        from ..symbolic.analysis import _known
+        from ..symbolic.embedded import INTEGRATORS, EmbeddedDynamics
         if not isinstance(f, Natural):
             raise ModelError("method 'embedded' records its states in natural coordinates: give "
                              f"a compiled model, not a {type(f).__name__} formulation")
@@ -84,10 +83,8 @@ class EmbeddedMethod:
                     "symbolic={'absolute': [...], ...} to derive one (kinedyn.symbolic)")
             options = SYMBOLIC_OPTIONS[m.name]
         self.repartition = bool(options.get("repartition"))
-        if integrator not in _CODES:
-            raise ModelError(f"method 'embedded' integrates with {', '.join(_CODES)}; got "
-                             f"{integrator!r}")
-        self.code = _CODES[integrator]
+        _known("integrator", integrator, INTEGRATORS)
+        self.code = INTEGRATORS[integrator]
         self.blocks = _natural_blocks(f)
         self.f, self.n_nat = f, f.n_q
 

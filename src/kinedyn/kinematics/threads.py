@@ -69,21 +69,19 @@ def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, solve_ptr_, n_lev
                fixed, extrapolate, out_q_, out_qd_, out_qdd_, out_res_, out_iter_, status_):
     """Worker ``w`` of ``n_workers``: steps ``start..stop-1`` for its groups.
 
-    Entries ``solve_ptr[w * n_levels + lv]`` to ``solve_ptr[w * n_levels + lv + 1] - 1`` of
-    the tuples of solvers, plans and their scratch are what it solves on level ``lv``: its
-    groups (and,
-    with ``replicate``, its copies of the ancestors others own), each with scratch of its own -
-    or, in the paper's step with the sparse solver, its one unit (those groups as one
+    Entries ``solve_ptr[w * n_levels + lv]`` to ``solve_ptr[w * n_levels + lv + 1] - 1`` of the
+    tuples of solvers, plans and their scratch are what it solves on level ``lv``: its groups
+    (and, with ``replicate``, its copies of the ancestors others own), each with scratch of its
+    own - or, in the paper's step with the sparse solver, its one unit (those groups as one
     block-diagonal system, :class:`~.grouped.Units`). ``state[r]`` holds q, qd, qdd and the
-    accelerations of the step before (:func:`predict`); ``r = w`` with ``replicate``, else
-    the shared ``r = 0`` and a barrier after every level. Column ``c`` is recorded by worker
+    accelerations of the step before (:func:`predict`); ``r = w`` with ``replicate``, else the
+    shared ``r = 0`` and a barrier after every level. Column ``c`` is recorded by worker
     ``owner[c]``. Every array is used through an unmanaged view: the arrays both workers use
     (sync, and q, qd, qdd at barriers) would otherwise have their reference counts incremented
     and decremented atomically by both cores at every inlined sub-problem, one cache line
     bouncing between them (Stewart platform, paper step, two workers: 63 -> 5.0 us per step).
     ``out_res``/``out_iter`` are (n_workers, n_steps); ``status[w]`` receives (status, step,
-    index solved) of a failure (status 0 when the worker finished).
-    """
+    index solved) of a failure (status 0 when the worker finished)."""
     data, works, solvers, sworks = unmanaged(data_), unmanaged(works_), unmanaged(solvers_), \
         unmanaged(sworks_)
     plans, pws = unmanaged(plans_), unmanaged(pws_)

@@ -47,9 +47,9 @@ _VERSION = "3"      # of the printed kernels (part of the CSE cache key)
 #: pulled out, so that scaled copies of one polynomial become one subexpression) is tried on
 #: expression trees of at most this many nodes, repeated subtrees counted each time: its time
 #: grows with that tree (about 80 us per node), not with the DAG that CSE works on. The
-#: landing gear's inlined triangular system, 1.9 M nodes: 160 s, for 520 operations against 430
+#: landing gear's inlined triangular system, 1.9 M nodes: 153 s, for 432 operations against 359
 #: without it; the Gough-Stewart legs' fused closed forms, 172 k nodes: 14 s, 537 against 568;
-#: a landing-gear step of 31 k nodes: 2.3 s, 118 against 242.
+#: a landing-gear step of 31 k nodes: 2.4 s, 112 against 206 (:func:`operation_total`).
 BASIC_CSE_NODES = 200_000
 
 
@@ -154,12 +154,19 @@ class Kernel:
     outputs: list = field(default_factory=list)    # (target text, expr)
     returns: str | None = None
 
+    def _exprs(self) -> list:
+        return [sp.sympify(e) for _, e in self.outputs]
+
+    def plain_cse(self):
+        """SymPy's CSE of all outputs without its preprocessing: (replacements, reduced)."""
+        return _cse(self._exprs(), None)
+
     def cse(self, plain=None):
         """One CSE over all outputs: the plain one (``plain``, if already computed) or, for
         trees of at most :data:`BASIC_CSE_NODES` nodes, the one after SymPy's ``"basic"``
         preprocessing, whichever has fewer operations (:func:`operation_total`)."""
-        exprs = [sp.sympify(e) for _, e in self.outputs]
-        plain = plain or _cse(exprs, None)
+        exprs = self._exprs()
+        plain = plain or self.plain_cse()
         if tree_size(exprs) > BASIC_CSE_NODES:
             return plain
         return min(plain, _cse(exprs, "basic"), key=lambda r: operation_total(*r))
@@ -171,7 +178,7 @@ class Kernel:
         system: 22.6 MB and 9.4 s of ``srepr``; its plain CSE takes 0.13 s)."""
         if getattr(self, "_cache", None) is not None:
             return self._cache
-        plain = _cse([sp.sympify(e) for _, e in self.outputs], None)
+        plain = self.plain_cse()
         path = cache_dir().parent / "cse" / f"{self.name}_{self.cache_key(plain)[:24]}.json"
         try:
             self._cache = json.loads(path.read_text())
@@ -208,7 +215,7 @@ class Kernel:
     def cache_key(self, plain=None) -> str:
         """The same in every process for the same kernel (SymPy's canonical argument order)
         and the same rule for choosing its CSE (:data:`BASIC_CSE_NODES`)."""
-        plain = plain or _cse([sp.sympify(e) for _, e in self.outputs], None)
+        plain = plain or self.plain_cse()
         return hashlib.sha256(json.dumps(
             [_VERSION, BASIC_CSE_NODES, sp.__version__, self.name, list(self.args),
              self.returns, [(str(k), v) for k, v in self.reads.items()],
