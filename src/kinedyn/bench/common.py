@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from .host import HostClock
+
 #: Where :meth:`Report.add_row` announces each finished row (``kinedyn bench`` sets stderr: a
 #: full benchmark runs for most of an hour, and its tables are printed only at the end).
 progress: TextIO | None = None
@@ -74,6 +76,7 @@ class Report:
     tables: dict[str, list[dict]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     machine: dict = field(default_factory=machine)
+    host: HostClock = field(default_factory=HostClock)   # load, steal, reference kernel
     started: float = field(default_factory=time.perf_counter)
 
     def add_row(self, table: str, **row) -> None:
@@ -89,7 +92,7 @@ class Report:
         out += [f"- machine: {self.machine['cpu']}, {self.machine['cores']} cores, "
                 f"Python {self.machine['python']}, NumPy {self.machine['numpy']}, "
                 f"Numba {self.machine['numba']} ({self.machine['numba_threading_layer']})"]
-        out += [f"- {k}: {v}" for k, v in self.settings.items()]
+        out += [f"- {k}: {v}" for k, v in {**self.host.summary(), **self.settings}.items()]
         for title, rows in self.tables.items():
             if not rows:
                 continue
@@ -103,11 +106,13 @@ class Report:
         return "\n".join(out) + "\n"
 
     def write(self, out_dir: Path) -> tuple[Path, Path]:
+        self.host.finish()
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         js = out_dir / f"{self.name}.json"
         md = out_dir / f"{self.name}.md"
         js.write_text(json.dumps({"name": self.name, "machine": self.machine,
+                                  "host": {"start": self.host.start, "end": self.host.end},
                                   "settings": self.settings, "tables": self.tables,
                                   "notes": self.notes}, indent=2, default=float))
         md.write_text(self.to_markdown())

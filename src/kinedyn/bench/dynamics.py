@@ -15,7 +15,6 @@ timed only if importable; the issue's anchors are quoted for orientation.
 from __future__ import annotations
 
 import importlib.util
-import os
 import warnings
 from pathlib import Path
 
@@ -62,11 +61,8 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
     t_end = 0.2 if quick else 2.0
     repeat = 3 if quick else 5
     found = peers()
-    load = os.getloadavg()
     report = Report("dynamics", settings={
         "step": f"dt = {dt} s, {int(round(t_end / dt))} steps per run, median of {repeat} runs",
-        "load": f"load average at start {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} "
-                f"(1 / 5 / 15 min) on {os.cpu_count()} cores",
         "formulation": "natural coordinates; index-1 system by the Schur complement J M^-1 J^T "
                        "(sparse Cholesky, M inverted once) or by sparse LU of the KKT matrix; "
                        "dependent block of partitioning: sparse LU; index3: dense; embedded: "

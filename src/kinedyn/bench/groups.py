@@ -186,7 +186,6 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
     cores = os.cpu_count() or 1
     repeat = 3 if quick else 5
     rep = Report("groups", settings={
-        "load average at start (1, 5, 15 min)": " ".join(f"{x:.2f}" for x in os.getloadavg()),
         "dt": DT, "paper iterations": PAPER_STEPS,
         "repeat": f"{repeat} runs per case, median", "cores": cores,
         "variants": "global-dense (GMKL), global-sparse (GMA27), groups-dense, groups-sparse; "
@@ -263,8 +262,6 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
     _release()
     # ---- dense / sparse crossover per group -------------------------------------------------------
     _crossover(rep, quick, repeat)
-    rep.settings["load average at end (1, 5, 15 min)"] = " ".join(f"{x:.2f}"
-                                                                  for x in os.getloadavg())
     rep.notes.append("speed-up = global-sparse time / variant time (paper Figure 2); groups "
                      "dense/sparse > 1 means sparse group matrices win (the paper's crossover "
                      "lies between 60 and 120 coordinates per group)")

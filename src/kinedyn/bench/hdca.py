@@ -78,14 +78,6 @@ def _paired_us(fns, evals: int, repeat: int) -> list[tuple[float, float]]:
     return [(float(np.median(w)), float(np.median(c))) for w, c in samples]
 
 
-def _load() -> str:
-    try:
-        return "load average %.1f / %.1f / %.1f (1/5/15 min)" % os.getloadavg()
-    except OSError:
-        return "unknown"
-
-
-
 def slope(rows, key, n_min=64) -> float | None:
     pts = [(r["N"], r[key]) for r in rows if r["N"] >= n_min and r.get(key)]
     if len(pts) < 2:
@@ -192,7 +184,6 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
                     "alternate; wall time and thread CPU time (serial thread; busiest team "
                     "thread) per evaluation",
         "dense": f"CRBA + RNEA + LAPACK solve, N <= {DENSE_MAX}",
-        "machine load at start": _load(),
         "anchors": "Pinocchio ABA 94 us at N=256 (slope 1.0); MuJoCo 860 us at N=256 (dense); "
                    "target HDCA <= 94 us at N=256, slope <= 1.05 to N=4096"})
     rows = scaling_rows(sizes, repeat)

@@ -11,7 +11,6 @@ Measured side by side in one run (medians of repeated runs on a shared, noisy ma
 """
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -149,6 +148,5 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
     report.notes.append("Ratios are measured in this run; the anchors quoted in the settings "
                         "were measured elsewhere and are for orientation only.")
     report.notes.append("(us) columns are wall time, (us CPU) the CPU time of the benchmark "
-                        f"thread; load average at the end: {os.getloadavg()[0]:.1f} on "
-                        f"{os.cpu_count()} cores (a shared machine inflates wall times).")
+                        "thread (a shared machine inflates wall times).")
     return report

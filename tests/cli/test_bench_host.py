@@ -1,0 +1,51 @@
+"""Every benchmark report states how fast the host ran (kinedyn.bench.host)."""
+import json
+import math
+import re
+
+import pytest
+
+from kinedyn.bench import common, host
+
+
+def _python_reference(n):
+    x, y, s = 0.3, 0.7, 0.0
+    for _ in range(n):
+        r = math.sqrt(x * x + y * y + 1e-3)
+        a = math.atan2(y, x)
+        x = 0.5 * (x + y / r) + 1e-3 * math.sin(a)
+        y = 0.25 * r * y + 0.5 * x + 0.1
+        s += a * r
+    return s + x + y
+
+
+def test_reference_kernel_does_the_work_it_states():
+    """The compiled kernel computes its recurrence (nothing optimised away), and its time per
+    iteration is positive and finite."""
+    for n in (1, 10, 1000):
+        assert host.reference_kernel(n) == pytest.approx(_python_reference(n), rel=1e-12)
+    assert 0.0 < host.reference_ns(samples=3) < 1e6
+
+
+def test_report_states_load_steal_and_reference_at_start_and_end(tmp_path, monkeypatch):
+    """Steal is the hypervisor's share of all CPU time between start and end (/proc/stat)."""
+    ticks = iter([(100, 10_000), (150, 11_000)])
+    monkeypatch.setattr(host, "_cpu_times", lambda: next(ticks))
+    rep = common.Report("fake")
+    rep.add_row("sizes", n=1, us=2.0)
+    _, md = rep.write(tmp_path)
+    text = md.read_text()
+    start, end = map(float, re.search(
+        r"reference kernel ns per iteration at start, end: ([\d.]+), ([\d.]+)", text).groups())
+    assert start > 0 and end > 0
+    assert "CPU time stolen by the hypervisor during the run: 5.0 %" in text
+    assert re.search(r"load average \(1/5/15 min\) at start, end: [\d./]+, [\d./]+", text)
+    data = json.loads((tmp_path / "fake.json").read_text())
+    assert data["host"]["start"]["reference_ns"] == pytest.approx(start, abs=0.05)
+    assert data["host"]["end"]["steal_percent"] == pytest.approx(5.0)
+
+
+def test_without_proc_stat_the_steal_line_is_left_out(tmp_path, monkeypatch):
+    monkeypatch.setattr(host, "_cpu_times", lambda: None)
+    _, md = common.Report("fake").write(tmp_path)
+    assert "stolen" not in md.read_text() and "reference kernel" in md.read_text()
