@@ -22,6 +22,8 @@ the independent coordinates where they approach a limit position (:meth:`Embedde
 """
 from __future__ import annotations
 
+import time as _time
+
 import numpy as np
 import sympy as sp
 
@@ -111,6 +113,7 @@ class EmbeddedMethod:
         self.y0 = np.concatenate([self.q[self.ind], self.qd[self.ind]])
         self.n_pos = len(self.ind)
         self.good_time = None                # of the last good state before a failure
+        self.derivation = [0.0, 0.0]         # wall, CPU s deriving partitions inside runs
 
     def _use(self, part):
         """Run the partition ``part`` (an EmbeddedDynamics of the same coordinates) from now on."""
@@ -177,7 +180,9 @@ class EmbeddedMethod:
         limit, or at a failure, and goes on from that state (the last good one) in the
         partition :meth:`~kinedyn.symbolic.embedded.EmbeddedDynamics._choose` takes there: y
         is rewritten in place for its independent coordinates. A failure is retried once per
-        step, so the run always advances."""
+        step, so the run always advances. A partition taken for the first time is derived and
+        compiled there (seconds, once per model); that time is added to ``derivation`` (wall,
+        CPU s), which :class:`~.simulation.Dynamics` leaves out of the run's time."""
         first, retried = 0, -1
         self.good_time = None
         while True:
@@ -192,7 +197,11 @@ class EmbeddedMethod:
             at = k if st == 2 else k - 1     # the state to go on from
             if st == 1:
                 retried = k
+            clock, known = (_time.perf_counter(), _time.thread_time()), len(self.emb._partitions)
             part, self.limit = self.emb._choose(self.part, self.q, t0 + at * dt, st == 1)
+            if len(self.emb._partitions) > known:
+                self.derivation[0] += _time.perf_counter() - clock[0]
+                self.derivation[1] += _time.thread_time() - clock[1]
             if part is None:
                 return st, k
             if part is not self.part:

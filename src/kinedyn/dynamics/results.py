@@ -51,6 +51,7 @@ class DynamicResults(Results):
             summary["penalty"] = dict(dyn.penalty)
         if dyn.method == "embedded" and dyn.embedded.repartition:
             summary["partitions"] = list(dyn.embedded.partitions)
+            summary["partition_derivation_s"] = dyn.embedded.derivation[0]   # not in wall time
         super().__init__(times, None, summary)
 
     @cached_property
