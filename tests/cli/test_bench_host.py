@@ -38,3 +38,16 @@ def test_without_proc_stat_the_steal_line_is_left_out(tmp_path, monkeypatch):
     monkeypatch.setattr(host, "_cpu_times", lambda: None)
     _, md = common.Report("fake").write(tmp_path)
     assert "stolen" not in md.read_text() and "reference kernel" in md.read_text()
+
+
+def test_a_report_shown_while_running_does_not_freeze_its_end(tmp_path, monkeypatch):
+    """to_markdown() before write() states the start only; write() then measures the end."""
+    ticks = iter([(100, 10_000), (120, 12_000)])
+    monkeypatch.setattr(host, "_cpu_times", lambda: next(ticks))
+    rep = common.Report("fake")
+    early = rep.to_markdown()
+    assert "ns per iteration at start:" in early and "stolen" not in early
+    assert rep.host.end is None
+    _, md = rep.write(tmp_path)
+    text = md.read_text()
+    assert "at start, end:" in text and "stolen by the hypervisor during the run: 1.0 %" in text

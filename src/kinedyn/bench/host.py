@@ -87,13 +87,20 @@ class HostClock:
                     cpu1[1] - self._cpu0[1])
 
     def summary(self) -> dict:
-        self.finish()
+        """Report lines; before :meth:`finish` (a report shown while its benchmark runs) the
+        start values alone, so showing it early does not freeze the end."""
+        if self.end is None:
+            return {"load average (1/5/15 min) at start": self.start["load"],
+                    "reference kernel ns per iteration at start":
+                        f"{self.start['reference_ns']:.1f} {_READING}"}
         out = {"load average (1/5/15 min) at start, end": f"{self.start['load']}, "
                                                           f"{self.end['load']}",
                "reference kernel ns per iteration at start, end":
-                   f"{self.start['reference_ns']:.1f}, {self.end['reference_ns']:.1f} "
-                   "(kinedyn.bench.host; higher = a slower host)"}
+                   f"{self.start['reference_ns']:.1f}, {self.end['reference_ns']:.1f} {_READING}"}
         if "steal_percent" in self.end:
             out["CPU time stolen by the hypervisor during the run"] = \
                 f"{self.end['steal_percent']:.1f} %"
         return out
+
+
+_READING = "(kinedyn.bench.host; higher = a slower host)"

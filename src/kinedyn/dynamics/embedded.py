@@ -22,8 +22,6 @@ the independent coordinates where they approach a limit position (:meth:`Embedde
 """
 from __future__ import annotations
 
-import time as _time
-
 import numpy as np
 import sympy as sp
 
@@ -113,7 +111,7 @@ class EmbeddedMethod:
         self.y0 = np.concatenate([self.q[self.ind], self.qd[self.ind]])
         self.n_pos = len(self.ind)
         self.good_time = None                # of the last good state before a failure
-        self.derivation = [0.0, 0.0]         # wall, CPU s deriving partitions inside runs
+        self.derivation = np.zeros(2)        # wall, CPU s deriving partitions inside runs
 
     def _use(self, part):
         """Run the partition ``part`` (an EmbeddedDynamics of the same coordinates) from now on."""
@@ -197,11 +195,9 @@ class EmbeddedMethod:
             at = k if st == 2 else k - 1     # the state to go on from
             if st == 1:
                 retried = k
-            clock, known = (_time.perf_counter(), _time.thread_time()), len(self.emb._partitions)
+            before = self.emb.derivation_seconds.copy()
             part, self.limit = self.emb._choose(self.part, self.q, t0 + at * dt, st == 1)
-            if len(self.emb._partitions) > known:
-                self.derivation[0] += _time.perf_counter() - clock[0]
-                self.derivation[1] += _time.thread_time() - clock[1]
+            self.derivation += self.emb.derivation_seconds - before
             if part is None:
                 return st, k
             if part is not self.part:

@@ -51,7 +51,7 @@ class DynamicResults(Results):
             summary["penalty"] = dict(dyn.penalty)
         if dyn.method == "embedded" and dyn.embedded.repartition:
             summary["partitions"] = list(dyn.embedded.partitions)
-            summary["partition_derivation_s"] = dyn.embedded.derivation[0]   # not in wall time
+            summary["partition_derivation_s"] = float(dyn.embedded.derivation[0])  # not in wall
         super().__init__(times, None, summary)
 
     @cached_property

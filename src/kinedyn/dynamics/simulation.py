@@ -293,7 +293,7 @@ class Dynamics:
         # load (or compile) the run kernel outside the timed region: a zero-step run
         second_order = self.method != "hdca"  # HDCA integrates [q; p], not [q; qd]
         if self.method == "embedded":   # generated run loop (kinedyn.symbolic)
-            self.embedded.derivation = [0.0, 0.0]
+            self.embedded.derivation = np.zeros(2)
             def advance(y, t_start, count, rec, every=record_every):
                 return self.embedded.run(y, t_start, dt, count, every, rec)
         else:

@@ -34,6 +34,11 @@ from .triangular import make_plan
 INTEGRATORS = {"euler": 0, "rk4": 1, "semi-implicit-euler": 2}
 
 
+def _clock() -> np.ndarray:
+    """(wall, CPU of this thread) in seconds, to subtract."""
+    return np.array([_time.perf_counter(), _time.thread_time()])
+
+
 def planar_mass_and_forces(eqs: PlanarEquations):
     """M(q) (n x n), F(q, q', t) (n) and the potential energy V(q) of a planar model."""
     m = eqs.model
@@ -126,6 +131,7 @@ class EmbeddedDynamics:
             eqs.q0[eqs.index(name)] = float(value)
         self.system = eqs
         self._partitions: dict[tuple[str, ...], EmbeddedDynamics] = {}   # see _partition
+        self.derivation_seconds = np.zeros(2)   # wall, CPU s building those partitions so far
         self.integrator, self.mode = integrator, POSITION_SOLVERS[position_solver]
         self.position_solver = position_solver
         self.tol, self.max_iter = float(tol), int(max_iter)
@@ -230,12 +236,15 @@ class EmbeddedDynamics:
     def _partition(self, names: tuple[str, ...], q) -> "EmbeddedDynamics":
         """The same mechanism embedded in the independent coordinates ``names``, its branches
         chosen at state q (built on first use, then kept: the closed forms then track the
-        nearest root from whatever state a later switch starts at)."""
+        nearest root from whatever state a later switch starts at). Building one adds its wall
+        and CPU time to ``derivation_seconds``."""
         self._partitions.setdefault(self.independent_names, self)
         if names not in self._partitions:
+            clock = _clock()
             start = dict(zip((c.name for c in self.system.coordinates), map(float, q)))
             self._partitions[names] = EmbeddedDynamics(
                 self.model, independent=list(names), initial=start, **self._options)
+            self.derivation_seconds += _clock() - clock
         return self._partitions[names]
 
     @property
