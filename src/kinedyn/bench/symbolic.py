@@ -26,7 +26,7 @@ import numpy as np
 from ..dynamics import Dynamics
 from ..errors import SolverError
 from ..models import get
-from ..symbolic.analysis import TriangularKinematics
+from ..symbolic.analysis import POSITION_SOLVERS, TriangularKinematics
 from ..symbolic.embedded import EmbeddedDynamics
 from ..symbolic.stabilized import StabilizedDynamics, baumgarte_grid_search
 from ..models.sixbar import LANDING_GEAR_CUT, STEPHENSON3_CUT
@@ -76,128 +76,171 @@ ITERATING = tuple(("triangular", tol) for tol in (1e-3, 1e-6))
 ITERATING_PLAN = tuple((s, start) for start in ("extrapolated", "previous") for s in ITERATING)
 
 
-def _ms_per_s(call, t_end, repeat):
-    """Median over ``repeat`` runs (after one warm-up) of the compiled run's own wall time
-    (``summary["wall_time_s"]``): the computation, without building the results' channels
-    in Python, which is the same for every solver and diluted their ratios (Stephenson-III
-    kinematics: about 15 % of a whole call)."""
-    call()
-    return float(np.median([call().summary["wall_time_s"] for _ in range(repeat)])) * 1e3 / t_end
+def _interleaved_ms_per_s(runs, repeat):
+    """ms of computation per simulated second of each ``(call, simulated seconds)`` in ``runs``:
+    the median over ``repeat`` rounds,
+    after one warm-up each, of the compiled run's own wall time (``summary["wall_time_s"]``:
+    without building the results' channels in Python, which is the same for every solver and
+    diluted their ratios -- Stephenson-III kinematics: about 15 % of a whole call).
+
+    Every round runs every call once (in reversed order every other round), so a ratio compares
+    runs made seconds apart rather than minutes: this host's speed drifts by up to 3x over
+    minutes (kinedyn.bench.host), and row-after-row repeats once gave the Gough-Stewart's
+    separate Newton 0.77x the triangular run in one benchmark and 1.37x in the next."""
+    for call, _ in runs:
+        call()
+    walls = [[] for _ in runs]
+    order = list(range(len(runs)))
+    for r in range(repeat):
+        for i in order if r % 2 == 0 else order[::-1]:
+            walls[i].append(runs[i][0]().summary["wall_time_s"])
+    return [float(np.median(w)) * 1e3 / t_end for w, (_, t_end) in zip(walls, runs)]
 
 
-def _c_row(report, table, name, obj, call, t_end, repeat, base, reference):
+def _configured(obj, call, **settings):
+    """``call`` with ``obj``'s attributes set to ``settings`` first (rows sharing one object)."""
+    def run():
+        for key, value in settings.items():
+            setattr(obj, key, value)
+        return call()
+    return run
+
+
+def _residual(res) -> float:
+    return float(res.channel("residual.position").max())
+
+
+def _c_row(report, table, name, obj, call, ms, base, reference):
     """Triangular solver on the C-compiled kernels: time, and the largest difference of the
     coordinates from the Numba kernels' run (``reference``)."""
-    ms = _ms_per_s(call, t_end, repeat)
     res = call()
     diff = max(float(np.abs(res.channel(c) - reference.channel(c)).max())
                for c in reference.names("coordinate.*"))
     report.add_row(table, model=name, solver=f"triangular, {obj.backend} kernels", tol="exact",
-                   ms_per_s=ms, ratio_to_triangular=ms / base,
-                   max_residual=float(res.channel("residual.position").max()),
+                   ms_per_s=ms, ratio_to_triangular=ms / base, max_residual=_residual(res),
                    max_difference_to_numba=diff)
 
 
-def _stabilized_rows(report, name, dyn, t_dyn, repeat, base, quick):
-    """Baumgarte (grid-search best, and the thesis's pair where it gives one) and penalty."""
+def _stabilized_runs(name, dyn, t_dyn, quick):
+    """([(label, StabilizedDynamics)], grid search): Baumgarte with the grid search's best pair
+    and the thesis's pair where it gives one, and penalty."""
     grid_values = range(1, 21, 4) if quick else range(1, 21)
     bg = StabilizedDynamics(dyn, "baumgarte")
     grid = baumgarte_grid_search(bg, t_dyn, 1e-3, grid_values, grid_values)
-    for row in grid.rows():
-        report.add_row(f"Baumgarte grid search: peak |Phi| over {t_dyn:g} s ({name})", **row)
     pairs = [grid.best] + [p for p in [BAUMGARTE.get(name)] if p and tuple(p) != grid.best]
     runs = [(f"Baumgarte {tuple(p)}", StabilizedDynamics(dyn, "baumgarte", alpha=p[0], beta=p[1]))
             for p in pairs]
     pen = PENALTY.get(name, {"rho": 1e3, "omega": grid.best[1], "zeta": grid.best[0], "iterations": 1})
     runs.append((f"penalty rho={pen['rho']:g} omega={pen['omega']:g} zeta={pen['zeta']:g} "
                  f"it={pen['iterations']}", StabilizedDynamics(dyn, "penalty", **pen)))
-    for label, sd in runs:
-        ms = _ms_per_s(lambda: sd.simulate(t_dyn, 1e-3), t_dyn, repeat)
-        res = sd.simulate(t_dyn, 1e-3)
-        report.add_row("embedded dynamics", model=name, solver=label, tol="-", ms_per_s=ms,
-                       ratio_to_triangular=ms / base,
-                       max_residual=float(res.channel("residual.position").max()),
-                       real_time_factor=1e3 / ms)
+    return runs, grid
+
+
+def _natural_runs(name, model, t_dyn):
+    """([(label, Dynamics, run time)], [failures]): the natural-coordinate index-1 DAE with
+    Baumgarte and the penalty method; one that fails its trial run is a failure row (reported,
+    not hidden)."""
+    ab = BAUMGARTE.get(name, (5.0, 5.0))
+    pen = PENALTY.get(name, {})
+    # shorter runs: the natural Gough-Stewart (111 coordinates) costs seconds per simulated
+    # second; ms/s is normalised, the violation is over this span
+    t_nat = min(t_dyn, 0.5)
+    runs, failures = [], []
+    for label, kw in ((f"augmented + Baumgarte {ab}", {"method": "augmented", "baumgarte": ab}),
+                      (f"penalty {pen or '(defaults)'}", {"method": "penalty", "penalty": pen})):
+        try:
+            d = Dynamics(model, integrator="euler", solver="sparse", **kw)
+            d.simulate(t_nat, 1e-3)
+        except SolverError as err:
+            failures.append(dict(model=name, solver=f"natural: {label}", tol="-",
+                                 ms_per_s="failed", ratio_to_triangular=str(err)[:90]))
+            continue
+        runs.append((f"natural: {label}", d, t_nat))
+    return runs, failures
+
+
+def _kinematic_rows(report, name, opts, t_kin, repeat, with_c):
+    source = SOURCES[name]() if name in SOURCES else get(name).compile()
+    kin = TriangularKinematics(source, **opts)
+    report.add_row("symbolic preparation", model=name, analysis="kinematics",
+                   groebner_s=kin.plan_seconds, generate_and_compile_s=kin.generation_seconds,
+                   plan="; ".join(kin.plan.report()))
+    report.add_row("triangular position solver: operations", model=name,
+                   **kin.operations["position_triangular"])
+    settings = KINEMATIC_SOLVERS + (() if kin.plan.fully_triangular else ITERATING_PLAN)
+    calls = [_configured(kin, lambda: kin.simulate(t_kin, 1e-3), position_solver=solver,
+                         tol=tol, newton_start=start) for (solver, tol), start in settings]
+    if with_c:                                   # the same kernels compiled as C
+        ckin = TriangularKinematics(source, backend="c", **opts)
+        calls.append(lambda: ckin.simulate(t_kin, 1e-3))
+    ms = _interleaved_ms_per_s([(call, t_kin) for call in calls], repeat)
+    base = ms[0]                                 # the plan at 1e-12 comes first
+    for ((solver, tol), start), call, m in zip(settings, calls, ms):
+        res = call()
+        report.add_row("kinematics", model=name, solver=solver,
+                       tol="exact" if tol == 1e-12 else f"{tol:g}", newton_start=start,
+                       ms_per_s=m, ratio_to_triangular=m / base, max_residual=_residual(res),
+                       mean_iterations=float(res.channel("iterations").mean()))
+    if with_c:
+        reference = _configured(kin, lambda: kin.simulate(t_kin, 1e-3), position_solver=
+                                "triangular", tol=1e-10, newton_start="extrapolated")()
+        _c_row(report, "kinematics", name, ckin, calls[-1], ms[-1], base, reference)
+
+
+def _dynamic_rows(report, name, plan_opts, emb_opts, params, t_dyn, repeat, quick, with_c):
+    model = get(name).compile(params)
+    dyn = EmbeddedDynamics(model, integrator="euler", **emb_opts, **plan_opts)
+    report.add_row("symbolic preparation", model=name, analysis="embedded dynamics",
+                   groebner_s=dyn.plan_seconds, generate_and_compile_s=dyn.generation_seconds,
+                   plan="; ".join(dyn.plan.report()))
+    report.add_row("triangular position solver: operations", model=name,
+                   **dyn.operations["position_triangular"])
+    settings = SOLVERS + (() if dyn.plan.fully_triangular else ITERATING)
+    calls = [_configured(dyn, lambda: dyn.simulate(t_dyn, 1e-3), position_solver=solver,
+                         mode=POSITION_SOLVERS[solver], tol=tol) for solver, tol in settings]
+    if with_c:
+        cdyn = EmbeddedDynamics(model, integrator="euler", backend="c", **emb_opts, **plan_opts)
+        calls.append(lambda: cdyn.simulate(t_dyn, 1e-3))
+    stabilized, grid = _stabilized_runs(name, dyn, t_dyn, quick)
+    natural, failures = ([], []) if quick else _natural_runs(name, model, t_dyn)
+    others = [(label, obj, t_dyn) for label, obj in stabilized] + natural
+    ms = _interleaved_ms_per_s([(call, t_dyn) for call in calls] + [
+        (lambda o=o, t=t: o.simulate(t, 1e-3), t) for _, o, t in others], repeat)
+    base = ms[0]                                 # the plan at 1e-12 comes first
+    for (solver, tol), call, m in zip(settings, calls, ms):
+        res = call()
+        report.add_row("embedded dynamics", model=name, solver=solver,
+                       tol="exact" if tol == 1e-12 else f"{tol:g}", ms_per_s=m,
+                       ratio_to_triangular=m / base, max_residual=_residual(res),
+                       real_time_factor=1e3 / m)
+    if with_c:
+        reference = _configured(dyn, lambda: dyn.simulate(t_dyn, 1e-3), position_solver=
+                                "triangular", mode=0, tol=1e-12)()
+        _c_row(report, "embedded dynamics", name, cdyn, calls[len(settings)], ms[len(settings)],
+               base, reference)
+    for (label, obj, t), m in zip(others, ms[len(calls):]):
+        report.add_row("embedded dynamics", model=name, solver=label, tol="-", ms_per_s=m,
+                       ratio_to_triangular=m / base, real_time_factor=1e3 / m,
+                       max_residual=_residual(obj.simulate(t, 1e-3)))
+    for row in failures:
+        report.add_row("embedded dynamics", **row)
+    for row in grid.rows():
+        report.add_row(f"Baumgarte grid search: peak |Phi| over {t_dyn:g} s ({name})", **row)
 
 
 def run(quick: bool = False, out_dir: Path | None = None) -> Report:
     t_kin, t_dyn, repeat = (1.0, 1.0, 3) if quick else (10.0, 3.0, 5)
     report = Report("symbolic", settings={
         "step": "h = 1 ms", "kinematic run": f"{t_kin:g} s", "dynamic run": f"{t_dyn:g} s, explicit Euler",
-        "unit": "ms of computation per simulated second (median of the compiled runs)",
+        "unit": "ms of computation per simulated second (median of the compiled runs, "
+                "every row of a model run once per round)",
         "repeats": repeat})
     for name, opts in (KINEMATIC[:3] if quick else KINEMATIC):
-        source = SOURCES[name]() if name in SOURCES else get(name).compile()
-        kin = TriangularKinematics(source, **opts)
-        report.add_row("symbolic preparation", model=name, analysis="kinematics",
-                       groebner_s=kin.plan_seconds, generate_and_compile_s=kin.generation_seconds,
-                       plan="; ".join(kin.plan.report()))
-        ops = kin.operations["position_triangular"]
-        report.add_row("triangular position solver: operations", model=name, **ops)
-        base = None
-        extra = () if kin.plan.fully_triangular else ITERATING_PLAN
-        for (solver, tol), start in KINEMATIC_SOLVERS + extra:
-            kin.position_solver, kin.tol, kin.newton_start = solver, tol, start
-            ms = _ms_per_s(lambda: kin.simulate(t_kin, 1e-3), t_kin, repeat)
-            res = kin.simulate(t_kin, 1e-3)
-            base = ms if base is None else base      # the plan at 1e-12 comes first
-            report.add_row("kinematics", model=name, solver=solver,
-                           tol="exact" if tol == 1e-12 else f"{tol:g}",
-                           newton_start=start, ms_per_s=ms, ratio_to_triangular=ms / base,
-                           max_residual=float(res.channel("residual.position").max()),
-                           mean_iterations=float(res.channel("iterations").mean()))
-        if not quick or name == KINEMATIC[0][0]:     # the same kernels compiled as C
-            kin.position_solver, kin.tol, kin.newton_start = "triangular", 1e-10, "extrapolated"
-            ckin = TriangularKinematics(source, backend="c", **opts)
-            _c_row(report, "kinematics", name, ckin, lambda: ckin.simulate(t_kin, 1e-3), t_kin,
-                   repeat, base, kin.simulate(t_kin, 1e-3))
+        _kinematic_rows(report, name, opts, t_kin, repeat,
+                        with_c=not quick or name == KINEMATIC[0][0])
     for name, plan_opts, emb_opts, params in (DYNAMIC[:2] if quick else DYNAMIC):
-        model = get(name).compile(params)
-        dyn = EmbeddedDynamics(model, integrator="euler", **emb_opts, **plan_opts)
-        report.add_row("symbolic preparation", model=name, analysis="embedded dynamics",
-                       groebner_s=dyn.plan_seconds, generate_and_compile_s=dyn.generation_seconds,
-                       plan="; ".join(dyn.plan.report()))
-        report.add_row("triangular position solver: operations", model=name,
-                       **dyn.operations["position_triangular"])
-        from ..symbolic.analysis import POSITION_SOLVERS
-        base = None
-        extra = () if dyn.plan.fully_triangular else ITERATING
-        for solver, tol in SOLVERS + extra:
-            dyn.position_solver, dyn.mode, dyn.tol = solver, POSITION_SOLVERS[solver], tol
-            ms = _ms_per_s(lambda: dyn.simulate(t_dyn, 1e-3), t_dyn, repeat)
-            res = dyn.simulate(t_dyn, 1e-3)
-            base = ms if base is None else base      # the plan at 1e-12 comes first
-            report.add_row("embedded dynamics", model=name, solver=solver,
-                           tol="exact" if tol == 1e-12 else f"{tol:g}", ms_per_s=ms,
-                           ratio_to_triangular=ms / base,
-                           max_residual=float(res.channel("residual.position").max()),
-                           real_time_factor=1e3 / ms)
-        if not quick or name == DYNAMIC[0][0]:
-            dyn.position_solver, dyn.mode, dyn.tol = "triangular", 0, 1e-12
-            cdyn = EmbeddedDynamics(model, integrator="euler", backend="c", **emb_opts, **plan_opts)
-            _c_row(report, "embedded dynamics", name, cdyn, lambda: cdyn.simulate(t_dyn, 1e-3),
-                   t_dyn, repeat, base, dyn.simulate(t_dyn, 1e-3))
-        _stabilized_rows(report, name, dyn, t_dyn, repeat, base, quick)
-        if quick:
-            continue
-        ab = BAUMGARTE.get(name, (5.0, 5.0))
-        pen = PENALTY.get(name, {})
-        for label, kw in ((f"augmented + Baumgarte {ab}", {"method": "augmented", "baumgarte": ab}),
-                          (f"penalty {pen or '(defaults)'}", {"method": "penalty", "penalty": pen})):
-            try:
-                d = Dynamics(model, integrator="euler", solver="sparse", **kw)
-                # shorter runs: the natural Gough-Stewart (111 coordinates) costs seconds per
-                # simulated second; ms/s is normalised, the violation is over this span
-                t_nat = min(t_dyn, 0.5)
-                ms = _ms_per_s(lambda: d.simulate(t_nat, 1e-3), t_nat, repeat)
-                viol = float(np.abs(d.simulate(t_nat, 1e-3).channel("residual.position")).max())
-            except SolverError as err:   # reported, not hidden
-                report.add_row("embedded dynamics", model=name, solver=f"natural: {label}",
-                               tol="-", ms_per_s="failed", ratio_to_triangular=str(err)[:90])
-                continue
-            report.add_row("embedded dynamics", model=name, solver=f"natural: {label}", tol="-",
-                           ms_per_s=ms, ratio_to_triangular=ms / base, max_residual=viol,
-                           real_time_factor=1e3 / ms)
+        _dynamic_rows(report, name, plan_opts, emb_opts, params, t_dyn, repeat, quick,
+                      with_c=not quick or name == DYNAMIC[0][0])
     report.notes += [
         "Baumgarte / penalty (thesis eqs. 2.18-2.23) run on the same generated Phi, Phi_q, gamma, "
         "M, F kernels as the embedded method, in all n joint/mixed coordinates (Gough-Stewart: "
