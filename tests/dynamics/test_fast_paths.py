@@ -50,12 +50,12 @@ def test_dense_run_matches_sparse_run(method):
     """Whole RK4 runs (with the projection's quasi-Newton corrections) agree to round-off, and
     the projection closes positions and velocities to its tolerance."""
     m = kinedyn.models.get("four-bar").compile()
-    dyn = Dynamics(m, method=method)
     runs = []
-    for s, w in _schur_pair(dyn, project=method == "projection"):
-        dyn.system, dyn.sys_work = s, w
-        dyn.y = np.concatenate([dyn.q_initial, dyn.qd_initial])
+    for path in range(2):   # a new Dynamics each: a second simulate() rebuilds its own system
+        dyn = Dynamics(m, method=method)
+        dyn.system, dyn.sys_work = _schur_pair(dyn, project=method == "projection")[path]
         runs.append(dyn.simulate(t_end=2.0, dt=1e-3, record_every=50))
+    assert runs[0].dyn.system.dense and not runs[1].dyn.system.dense
     np.testing.assert_allclose(runs[0].q, runs[1].q, rtol=0, atol=1e-11)
     np.testing.assert_allclose(runs[0].qd, runs[1].qd, rtol=0, atol=1e-10)
     if method == "projection":

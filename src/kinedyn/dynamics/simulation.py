@@ -117,6 +117,7 @@ class Dynamics:
         qd = np.zeros(f.n_q) if qd0 is None else np.asarray(qd0, float).copy()
         self.q_initial, self.qd_initial = q, self._consistent_velocity(q, qd, t0)
         self._build(q, self.qd_initial, t0)
+        self._ran = False   # a run advances the state and may rebuild the system (see simulate)
 
     # ---- construction ----------------------------------------------------------------------
     def _mass(self, q):
@@ -256,11 +257,19 @@ class Dynamics:
 
     # ---- running ---------------------------------------------------------------------------------
     def simulate(self, t_end: float, dt: float, *, record_every: int = 1, progress=None):
-        """Run from the initial state to ``t_end`` with step ``dt`` (compiled whole-run loop)."""
+        """Run from the initial state to ``t_end`` with step ``dt`` (compiled whole-run loop).
+
+        Every call starts from the initial state, as a new ``Dynamics`` would: a run advances
+        the state in place and may re-partition or re-analyse the system on the way, so a
+        later call first rebuilds them at the initial state (outside the timed run)."""
         from .results import DynamicResults
         if not dt > 0 or not t_end > self.t0:
             raise ModelError(f"need dt > 0 and t_end > t0, got dt={dt}, t0={self.t0}, "
                              f"t_end={t_end}")
+        if self._ran:
+            self._build(self.q_initial.copy(), self.qd_initial.copy(), self.t0)
+            self.repartitions = 0
+        self._ran = True
         record_every = max(1, int(record_every))
         n_steps = int(round((t_end - self.t0) / dt))
         n_rec = n_steps // record_every + 1
