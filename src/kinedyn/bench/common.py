@@ -3,7 +3,8 @@
 Every benchmark module ``kinedyn.bench.<name>`` exposes ``run(quick: bool, out_dir: Path) ->
 Report``; ``kinedyn bench <name>`` calls it and writes ``<name>.json`` and ``<name>.md``.
 The machine is shared and noisy: time each case several times and report medians, measure
-compared cases side by side in the same run, and print ratios.
+compared cases side by side in the same run (:func:`interleaved`: round by round), and print
+ratios.
 """
 from __future__ import annotations
 
@@ -48,6 +49,33 @@ def _threading_layer() -> str:
         return numba.threading_layer()
     except ValueError:
         return "not initialised"
+
+
+def interleaved(calls: list[Callable[[], object]], repeat: int) -> list[list]:
+    """Each call's results over ``repeat`` rounds, after one warm-up each: every round runs
+    every call once, in reversed order every other round.
+
+    Compared cases are timed this way rather than one after the other, so their ratio compares
+    runs made seconds apart: this host's speed drifts by up to 3x over minutes
+    (:mod:`.host`), and back-to-back repeats once gave the same Gough-Stewart separate-Newton
+    row 1.37x the triangular run in one ``bench symbolic`` and 0.77x in the next."""
+    for call in calls:
+        call()
+    results = [[] for _ in calls]
+    order = list(range(len(calls)))
+    for r in range(repeat):
+        for i in order if r % 2 == 0 else order[::-1]:
+            results[i].append(calls[i]())
+    return results
+
+
+def configured(obj, call: Callable[[], object], **settings) -> Callable[[], object]:
+    """``call`` with ``obj``'s attributes set to ``settings`` first (cases sharing one object)."""
+    def run():
+        for key, value in settings.items():
+            setattr(obj, key, value)
+        return call()
+    return run
 
 
 def time_call(fn: Callable[[], object], repeat: int = 5, min_time: float = 0.05) -> dict:

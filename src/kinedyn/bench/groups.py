@@ -40,7 +40,7 @@ from ..kinematics import Kinematics
 from ..kinematics.analysis import blas_threads
 from ..linalg import lu_codegen
 from ..models import get
-from .common import Report, time_call
+from .common import Report, configured, interleaved, time_call
 
 DT = 0.01
 PAPER_STEPS = 20_000
@@ -55,18 +55,19 @@ def _threads(strategy: str, solver: str, cores: int):
     return list(itertools.product(outer, inner))
 
 
-def _us_per_step(kin: Kinematics, steps: int, repeat: int, cpu: dict | None = None) -> float:
-    """Median wall µs per step; ``cpu["us"]`` receives the median CPU µs of the calling thread
-    (on a loaded machine the part of the wall time this run really computed - for one outer
-    thread the whole run) and ``cpu["process_us"]`` the CPU µs of every thread of the process
-    (with two outer threads: both workers, spinning at the barrier included)."""
-    t_end = steps * DT
-    kin.simulate(min(t_end, 5 * DT), DT)  # warm caches
-    runs = [kin.simulate(t_end, DT).summary for _ in range(repeat)]
-    if cpu is not None:
-        cpu["us"] = float(np.median([r["cpu_us_per_step"] for r in runs]))
-        cpu["process_us"] = float(np.median([r["process_cpu_us_per_step"] for r in runs]))
-    return float(np.median([r["us_per_step"] for r in runs]))
+def _timed(model, cases, steps: int, repeat: int) -> dict:
+    """{case: (wall µs, CPU µs of the calling thread, CPU µs of all threads) per step}, medians
+    over ``repeat`` rounds that run every case once (:func:`.common.interleaved`), for cases
+    ``(strategy, solver, threads, fixed)`` of ``model``. The calling thread's CPU time is, on a
+    loaded machine, the part of the wall time the run really computed (for one outer thread,
+    the whole run); all threads' includes both workers with two outer threads."""
+    calls = [configured(kin, lambda kin=kin: kin.simulate(steps * DT, DT).summary,
+                        threads=tuple(th))
+             for kin, th in ((_kinematics(model, st, so, th[0], fx), th)
+                             for st, so, th, fx in cases)]
+    return {case: tuple(float(np.median([r[key] for r in runs])) for key in
+                        ("us_per_step", "cpu_us_per_step", "process_cpu_us_per_step"))
+            for case, runs in zip(cases, interleaved(calls, repeat))}
 
 
 _BUILT: dict = {}
@@ -84,27 +85,11 @@ def _kinematics(model, strategy, solver, outer, fixed) -> Kinematics:
     return _BUILT[key]
 
 
-def _case(model, strategy, solver, threads, steps, repeat, fixed, cpu=None) -> float:
-    kin = _kinematics(model, strategy, solver, threads[0], fixed)
-    kin.threads = tuple(threads)  # the inner (BLAS) threads are set around each run
-    return _us_per_step(kin, steps, repeat, cpu)
-
-
 def _release():
     for kin in _BUILT.values():
         if kin.engine is not None:
             kin.engine.close()
     _BUILT.clear()
-
-
-def _best(model, strategy, solver, steps, repeat, fixed, cores):
-    """(µs, threads, all timings, CPU µs of each) of the fastest thread combination."""
-    timings, cpus = {}, {}
-    for th in _threads(strategy, solver, cores):
-        cpus[th] = {}
-        timings[th] = _case(model, strategy, solver, th, steps, repeat, fixed, cpus[th])
-    th = min(timings, key=timings.get)
-    return timings[th], th, timings, cpus
 
 
 def _steps_for(n_q: int, quick: bool) -> int:
@@ -136,12 +121,10 @@ def _generated_vs_loops(rep: Report, model, steps: int, repeat: int) -> None:
             loops = Kinematics(model, solver="sparse", fixed_iterations=True, max_iter=1)
         finally:
             del os.environ[lu_codegen.SWITCH]
-    us = {"generated": [], "loops": []}
     with blas_threads(1):
-        for _ in range(repeat):
-            for name, kin in (("generated", coded), ("loops", loops)):
-                us[name].append(_us_per_step(kin, steps, 3))
-    gen, loop = (float(np.median(us[k])) for k in ("generated", "loops"))
+        runs = interleaved([lambda kin=kin: kin.simulate(steps * DT, DT).summary
+                            for kin in (coded, loops)], repeat)
+    gen, loop = (float(np.median([r["us_per_step"] for r in rs])) for rs in runs)
     rep.add_row("stewart-paper: sparse LU generated code vs loops (global, 1 Newton iteration, "
                 "1 thread)", us_generated=gen, us_loops=loop, loops_over_generated=loop / gen)
 
@@ -195,23 +178,14 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
     steps = 2000  # 10-20 ms per run: shorter runs measured the host more than the step
     for fixed, label in ((True, "1 Newton iteration per step (paper)"),
                          (False, "converged to 1e-10")):
-        timings, cpu_us, proc_us = {}, {}, {}
-        for strategy, solver in VARIANTS:
-            for th in _threads(strategy, solver, cores):
-                cpu = {}
-                timings[strategy, solver, th] = _case(m, strategy, solver, th, steps, repeat,
-                                                      fixed, cpu)
-                cpu_us[strategy, solver, th] = cpu["us"]
-                proc_us[strategy, solver, th] = cpu["process_us"]
-        ref = timings["global", "sparse", (1, 1)]
-        ref_cpu = cpu_us["global", "sparse", (1, 1)]
-        for (strategy, solver, th), us in timings.items():
-            c = cpu_us[strategy, solver, th]
+        timed = _timed(m, [(strategy, solver, th, fixed) for strategy, solver in VARIANTS
+                           for th in _threads(strategy, solver, cores)], steps, repeat)
+        ref, ref_cpu, _ = timed["global", "sparse", (1, 1), fixed]
+        for (strategy, solver, th, _), (us, c, all_threads) in timed.items():
             rep.add_row("stewart-paper: µs per step", mode=label, strategy=strategy,
                         solver=solver, threads=f"{th[0]}x{th[1]}", us_per_step=us,
                         seconds_for_20000=us * PAPER_STEPS * 1e-6, vs_global_sparse=ref / us,
-                        cpu_us_calling_thread=c,
-                        cpu_us_all_threads=proc_us[strategy, solver, th],
+                        cpu_us_calling_thread=c, cpu_us_all_threads=all_threads,
                         cpu_vs_global_sparse=ref_cpu / c if th == (1, 1) else "")
     _generated_vs_loops(rep, m, steps, repeat)
     rep.notes.append("paper (s. 5): Stewart platform 0.53 s for 20 000 iterations = 26.5 µs per "
@@ -231,20 +205,21 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
         row = {"legs": legs, "stages": stages, "coordinates": n_q, "terminal": sizes[0],
                "leg_group": max(sizes[1:])}
         times = {}
-        steps = _steps_for(n_q, quick)
-        for strategy, solver in VARIANTS:
-            if (strategy, solver) == ("global", "dense") and n_q > DENSE_LIMIT:
-                continue
-            us, th, timings, cpus = _best(model, strategy, solver, steps, repeat, True, cores)
-            times[strategy, solver] = us
-            row[f"{strategy}-{solver} µs"] = us
+        variants = [v for v in VARIANTS if v != ("global", "dense") or n_q <= DENSE_LIMIT]
+        timed = _timed(model, [(strategy, solver, th, True) for strategy, solver in variants
+                               for th in _threads(strategy, solver, cores)],
+                       _steps_for(n_q, quick), repeat)
+        for strategy, solver in variants:
+            mine = {th: t for (st, so, th, _), t in timed.items() if (st, so) == (strategy, solver)}
+            th = min(mine, key=lambda c: mine[c][0])    # the fastest thread combination
+            times[strategy, solver] = mine[th][0]
+            row[f"{strategy}-{solver} µs"] = mine[th][0]
             row[f"{strategy}-{solver} threads"] = f"{th[0]}x{th[1]}"
             if solver == "sparse":  # every thread combination, with CPU (loaded machine)
-                for c in sorted(timings):
+                for c in sorted(mine):
                     tag = f"{strategy}-sparse {c[0]}x{c[1]}"
-                    row[f"{tag} µs"] = timings[c]
-                    row[f"{tag} cpu µs (stepping thread)"] = cpus[c]["us"]
-                    row[f"{tag} cpu µs (all threads)"] = cpus[c]["process_us"]
+                    row[f"{tag} µs"], row[f"{tag} cpu µs (stepping thread)"], \
+                        row[f"{tag} cpu µs (all threads)"] = mine[c]
         base = times["global", "sparse"]
         for key, us in times.items():
             row[f"speed-up {key[0]}-{key[1]}"] = base / us
@@ -253,12 +228,13 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
         combos_size = (model, n_q, legs, stages)
     # ---- thread combinations (Figure 3) -------------------------------------------------------
     model, n_q, legs, stages = combos_size
-    steps = _steps_for(n_q, quick)
-    for solver in ("dense", "sparse"):
-        for th in itertools.product((1, 2) if cores > 1 else (1,), repeat=2):
-            us = _case(model, "groups", solver, th, steps, repeat, True)
-            rep.add_row(f"threads: groups on scissor-platform-{legs}x{stages} ({n_q} coordinates)",
-                        solver=solver, outer=th[0], inner=th[1], us_per_step=us)
+    combos = itertools.product(("dense", "sparse"),
+                               itertools.product((1, 2) if cores > 1 else (1,), repeat=2))
+    timed = _timed(model, [("groups", solver, th, True) for solver, th in combos],
+                   _steps_for(n_q, quick), repeat)
+    for (_, solver, th, _), (us, _, _) in timed.items():
+        rep.add_row(f"threads: groups on scissor-platform-{legs}x{stages} ({n_q} coordinates)",
+                    solver=solver, outer=th[0], inner=th[1], us_per_step=us)
     _release()
     # ---- dense / sparse crossover per group -------------------------------------------------------
     _crossover(rep, quick, repeat)

@@ -32,7 +32,7 @@ from ..symbolic.stabilized import StabilizedDynamics, baumgarte_grid_search
 from ..models.sixbar import LANDING_GEAR_CUT, STEPHENSON3_CUT
 from ..symbolic.spatial import spatial_coordinates
 from ..symbolic.thesis import spatial_four_bar
-from .common import Report
+from .common import Report, configured, interleaved
 
 _S3 = {"joint_angles": True, "cut": STEPHENSON3_CUT, "time_limit": 10}
 _LG = {"joint_angles": True, "cut": LANDING_GEAR_CUT, "time_limit": 10}
@@ -77,33 +77,14 @@ ITERATING_PLAN = tuple((s, start) for start in ("extrapolated", "previous") for 
 
 
 def _interleaved_ms_per_s(runs, repeat):
-    """ms of computation per simulated second of each ``(call, simulated seconds)`` in ``runs``:
-    the median over ``repeat`` rounds,
-    after one warm-up each, of the compiled run's own wall time (``summary["wall_time_s"]``:
-    without building the results' channels in Python, which is the same for every solver and
-    diluted their ratios -- Stephenson-III kinematics: about 15 % of a whole call).
-
-    Every round runs every call once (in reversed order every other round), so a ratio compares
-    runs made seconds apart rather than minutes: this host's speed drifts by up to 3x over
-    minutes (kinedyn.bench.host), and row-after-row repeats once gave the Gough-Stewart's
-    separate Newton 0.77x the triangular run in one benchmark and 1.37x in the next."""
-    for call, _ in runs:
-        call()
-    walls = [[] for _ in runs]
-    order = list(range(len(runs)))
-    for r in range(repeat):
-        for i in order if r % 2 == 0 else order[::-1]:
-            walls[i].append(runs[i][0]().summary["wall_time_s"])
-    return [float(np.median(w)) * 1e3 / t_end for w, (_, t_end) in zip(walls, runs)]
-
-
-def _configured(obj, call, **settings):
-    """``call`` with ``obj``'s attributes set to ``settings`` first (rows sharing one object)."""
-    def run():
-        for key, value in settings.items():
-            setattr(obj, key, value)
-        return call()
-    return run
+    """ms of computation per simulated second of each ``(call, simulated seconds)`` in
+    ``runs``, timed round by round (:func:`.common.interleaved`): the median of the compiled
+    run's own wall time (``summary["wall_time_s"]``), without building the results' channels
+    in Python, which is the same for every solver and diluted their ratios (Stephenson-III
+    kinematics: about 15 % of a whole call)."""
+    results = interleaved([call for call, _ in runs], repeat)
+    return [float(np.median([r.summary["wall_time_s"] for r in res])) * 1e3 / t_end
+            for res, (_, t_end) in zip(results, runs)]
 
 
 def _residual(res) -> float:
@@ -168,7 +149,7 @@ def _kinematic_rows(report, name, opts, t_kin, repeat, with_c):
     report.add_row("triangular position solver: operations", model=name,
                    **kin.operations["position_triangular"])
     settings = KINEMATIC_SOLVERS + (() if kin.plan.fully_triangular else ITERATING_PLAN)
-    calls = [_configured(kin, lambda: kin.simulate(t_kin, 1e-3), position_solver=solver,
+    calls = [configured(kin, lambda: kin.simulate(t_kin, 1e-3), position_solver=solver,
                          tol=tol, newton_start=start) for (solver, tol), start in settings]
     if with_c:                                   # the same kernels compiled as C
         ckin = TriangularKinematics(source, backend="c", **opts)
@@ -182,7 +163,7 @@ def _kinematic_rows(report, name, opts, t_kin, repeat, with_c):
                        ms_per_s=m, ratio_to_triangular=m / base, max_residual=_residual(res),
                        mean_iterations=float(res.channel("iterations").mean()))
     if with_c:
-        reference = _configured(kin, lambda: kin.simulate(t_kin, 1e-3), position_solver=
+        reference = configured(kin, lambda: kin.simulate(t_kin, 1e-3), position_solver=
                                 "triangular", tol=1e-10, newton_start="extrapolated")()
         _c_row(report, "kinematics", name, ckin, calls[-1], ms[-1], base, reference)
 
@@ -196,7 +177,7 @@ def _dynamic_rows(report, name, plan_opts, emb_opts, params, t_dyn, repeat, quic
     report.add_row("triangular position solver: operations", model=name,
                    **dyn.operations["position_triangular"])
     settings = SOLVERS + (() if dyn.plan.fully_triangular else ITERATING)
-    calls = [_configured(dyn, lambda: dyn.simulate(t_dyn, 1e-3), position_solver=solver,
+    calls = [configured(dyn, lambda: dyn.simulate(t_dyn, 1e-3), position_solver=solver,
                          mode=POSITION_SOLVERS[solver], tol=tol) for solver, tol in settings]
     if with_c:
         cdyn = EmbeddedDynamics(model, integrator="euler", backend="c", **emb_opts, **plan_opts)
@@ -214,7 +195,7 @@ def _dynamic_rows(report, name, plan_opts, emb_opts, params, t_dyn, repeat, quic
                        ratio_to_triangular=m / base, max_residual=_residual(res),
                        real_time_factor=1e3 / m)
     if with_c:
-        reference = _configured(dyn, lambda: dyn.simulate(t_dyn, 1e-3), position_solver=
+        reference = configured(dyn, lambda: dyn.simulate(t_dyn, 1e-3), position_solver=
                                 "triangular", mode=0, tol=1e-12)()
         _c_row(report, "embedded dynamics", name, cdyn, calls[len(settings)], ms[len(settings)],
                base, reference)
