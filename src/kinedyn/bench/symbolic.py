@@ -140,14 +140,21 @@ def _natural_runs(name, model, t_dyn):
     return runs, failures
 
 
+def _preparation_rows(report, name, analysis, prepared):
+    """Plan (Groebner bases) and generation + compilation times, the plan, and the triangular
+    solver's operation counts of a prepared analysis."""
+    report.add_row("symbolic preparation", model=name, analysis=analysis,
+                   groebner_s=prepared.plan_seconds,
+                   generate_and_compile_s=prepared.generation_seconds,
+                   plan="; ".join(prepared.plan.report()))
+    report.add_row("triangular position solver: operations", model=name,
+                   **prepared.operations["position_triangular"])
+
+
 def _kinematic_rows(report, name, opts, t_kin, repeat, with_c):
     source = SOURCES[name]() if name in SOURCES else get(name).compile()
     kin = TriangularKinematics(source, **opts)
-    report.add_row("symbolic preparation", model=name, analysis="kinematics",
-                   groebner_s=kin.plan_seconds, generate_and_compile_s=kin.generation_seconds,
-                   plan="; ".join(kin.plan.report()))
-    report.add_row("triangular position solver: operations", model=name,
-                   **kin.operations["position_triangular"])
+    _preparation_rows(report, name, "kinematics", kin)
     settings = KINEMATIC_SOLVERS + (() if kin.plan.fully_triangular else ITERATING_PLAN)
     calls = [configured(kin, lambda: kin.simulate(t_kin, 1e-3), position_solver=solver,
                          tol=tol, newton_start=start) for (solver, tol), start in settings]
@@ -171,11 +178,7 @@ def _kinematic_rows(report, name, opts, t_kin, repeat, with_c):
 def _dynamic_rows(report, name, plan_opts, emb_opts, params, t_dyn, repeat, quick, with_c):
     model = get(name).compile(params)
     dyn = EmbeddedDynamics(model, integrator="euler", **emb_opts, **plan_opts)
-    report.add_row("symbolic preparation", model=name, analysis="embedded dynamics",
-                   groebner_s=dyn.plan_seconds, generate_and_compile_s=dyn.generation_seconds,
-                   plan="; ".join(dyn.plan.report()))
-    report.add_row("triangular position solver: operations", model=name,
-                   **dyn.operations["position_triangular"])
+    _preparation_rows(report, name, "embedded dynamics", dyn)
     settings = SOLVERS + (() if dyn.plan.fully_triangular else ITERATING)
     calls = [configured(dyn, lambda: dyn.simulate(t_dyn, 1e-3), position_solver=solver,
                          mode=POSITION_SOLVERS[solver], tol=tol) for solver, tol in settings]
