@@ -268,7 +268,6 @@ class Dynamics:
                              f"t_end={t_end}")
         if self._ran:
             self._build(self.q_initial.copy(), self.qd_initial.copy(), self.t0)
-            self.repartitions = 0
         self._ran = True
         record_every = max(1, int(record_every))
         n_steps = int(round((t_end - self.t0) / dt))
@@ -302,7 +301,6 @@ class Dynamics:
         # load (or compile) the run kernel outside the timed region: a zero-step run
         second_order = self.method != "hdca"  # HDCA integrates [q; p], not [q; qd]
         if self.method == "embedded":   # generated run loop (kinedyn.symbolic)
-            self.embedded.derivation = np.zeros(2)
             def advance(y, t_start, count, rec, every=record_every):
                 return self.embedded.run(y, t_start, dt, count, every, rec)
         else:
