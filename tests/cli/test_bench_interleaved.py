@@ -28,9 +28,11 @@ def test_symbolic_rows_are_medians_normalised_by_their_own_run_length():
     def run(walls):
         return lambda it=iter(walls): SimpleNamespace(summary={"wall_time_s": next(it)})
 
-    ms = _interleaved_ms_per_s([(run([9.0, 0.2, 0.4, 0.3]), 2.0),
-                                (run([9.0, 0.1, 0.9, 0.5]), 0.5)], repeat=3)
+    timed = _interleaved_ms_per_s([(run([9.0, 0.2, 0.4, 0.3]), 2.0),
+                                   (run([9.0, 0.1, 0.9, 0.5]), 0.5)], repeat=3)
+    ms = [m for m, _ in timed]
     assert ms == pytest.approx([0.3e3 / 2.0, 0.5e3 / 0.5])   # ms per simulated second
+    assert [res.summary["wall_time_s"] for _, res in timed] == [0.3, 0.5]   # the last run's
 
 
 def test_configured_cases_share_one_object_without_leaking_settings():

@@ -89,15 +89,12 @@ class HostClock:
     def summary(self) -> dict:
         """Report lines; before :meth:`finish` (a report shown while its benchmark runs) the
         start values alone, so showing it early does not freeze the end."""
-        if self.end is None:
-            return {"load average (1/5/15 min) at start": self.start["load"],
-                    "reference kernel ns per iteration at start":
-                        f"{self.start['reference_ns']:.1f} {_READING}"}
-        out = {"load average (1/5/15 min) at start, end": f"{self.start['load']}, "
-                                                          f"{self.end['load']}",
-               "reference kernel ns per iteration at start, end":
-                   f"{self.start['reference_ns']:.1f}, {self.end['reference_ns']:.1f} {_READING}"}
-        if "steal_percent" in self.end:
+        points = [self.start] + ([self.end] if self.end is not None else [])
+        when = "at start" if self.end is None else "at start, end"
+        out = {f"load average (1/5/15 min) {when}": ", ".join(e["load"] for e in points),
+               f"reference kernel ns per iteration {when}":
+                   ", ".join(f"{e['reference_ns']:.1f}" for e in points) + " " + _READING}
+        if self.end is not None and "steal_percent" in self.end:
             out["CPU time stolen by the hypervisor during the run"] = \
                 f"{self.end['steal_percent']:.1f} %"
         return out

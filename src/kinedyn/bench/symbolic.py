@@ -77,13 +77,14 @@ ITERATING_PLAN = tuple((s, start) for start in ("extrapolated", "previous") for 
 
 
 def _interleaved_ms_per_s(runs, repeat):
-    """ms of computation per simulated second of each ``(call, simulated seconds)`` in
-    ``runs``, timed round by round (:func:`.common.interleaved`): the median of the compiled
-    run's own wall time (``summary["wall_time_s"]``), without building the results' channels
-    in Python, which is the same for every solver and diluted their ratios (Stephenson-III
-    kinematics: about 15 % of a whole call)."""
+    """(ms of computation per simulated second, the last run's results) of each ``(call,
+    simulated seconds)`` in ``runs``, timed round by round (:func:`.common.interleaved`): the
+    median of the compiled run's own wall time (``summary["wall_time_s"]``), without building
+    the results' channels in Python, which is the same for every solver and diluted their
+    ratios (Stephenson-III kinematics: about 15 % of a whole call). Every run starts from the
+    initial state, so the last one stands for all (residuals, iterations)."""
     results = interleaved([call for call, _ in runs], repeat)
-    return [float(np.median([r.summary["wall_time_s"] for r in res])) * 1e3 / t_end
+    return [(float(np.median([r.summary["wall_time_s"] for r in res])) * 1e3 / t_end, res[-1])
             for res, (_, t_end) in zip(results, runs)]
 
 
@@ -91,10 +92,9 @@ def _residual(res) -> float:
     return float(res.channel("residual.position").max())
 
 
-def _c_row(report, table, name, obj, call, ms, base, reference):
+def _c_row(report, table, name, obj, ms, res, base, reference):
     """Triangular solver on the C-compiled kernels: time, and the largest difference of the
-    coordinates from the Numba kernels' run (``reference``)."""
-    res = call()
+    coordinates (of its run ``res``) from the Numba kernels' run (``reference``)."""
     diff = max(float(np.abs(res.channel(c) - reference.channel(c)).max())
                for c in reference.names("coordinate.*"))
     report.add_row(table, model=name, solver=f"triangular, {obj.backend} kernels", tol="exact",
@@ -161,10 +161,9 @@ def _kinematic_rows(report, name, opts, t_kin, repeat, with_c):
     if with_c:                                   # the same kernels compiled as C
         ckin = TriangularKinematics(source, backend="c", **opts)
         calls.append(lambda: ckin.simulate(t_kin, 1e-3))
-    ms = _interleaved_ms_per_s([(call, t_kin) for call in calls], repeat)
-    base = ms[0]                                 # the plan at 1e-12 comes first
-    for ((solver, tol), start), call, m in zip(settings, calls, ms):
-        res = call()
+    timed = _interleaved_ms_per_s([(call, t_kin) for call in calls], repeat)
+    base = timed[0][0]                           # the plan at 1e-12 comes first
+    for ((solver, tol), start), (m, res) in zip(settings, timed):
         report.add_row("kinematics", model=name, solver=solver,
                        tol="exact" if tol == 1e-12 else f"{tol:g}", newton_start=start,
                        ms_per_s=m, ratio_to_triangular=m / base, max_residual=_residual(res),
@@ -172,7 +171,7 @@ def _kinematic_rows(report, name, opts, t_kin, repeat, with_c):
     if with_c:
         reference = configured(kin, lambda: kin.simulate(t_kin, 1e-3), position_solver=
                                 "triangular", tol=1e-10, newton_start="extrapolated")()
-        _c_row(report, "kinematics", name, ckin, calls[-1], ms[-1], base, reference)
+        _c_row(report, "kinematics", name, ckin, *timed[-1], base, reference)
 
 
 def _dynamic_rows(report, name, plan_opts, emb_opts, params, t_dyn, repeat, quick, with_c):
@@ -188,24 +187,21 @@ def _dynamic_rows(report, name, plan_opts, emb_opts, params, t_dyn, repeat, quic
     stabilized, grid = _stabilized_runs(name, dyn, t_dyn, quick)
     natural, failures = ([], []) if quick else _natural_runs(name, model, t_dyn)
     others = [(label, obj, t_dyn) for label, obj in stabilized] + natural
-    ms = _interleaved_ms_per_s([(call, t_dyn) for call in calls] + [
+    timed = _interleaved_ms_per_s([(call, t_dyn) for call in calls] + [
         (lambda o=o, t=t: o.simulate(t, 1e-3), t) for _, o, t in others], repeat)
-    base = ms[0]                                 # the plan at 1e-12 comes first
-    for (solver, tol), call, m in zip(settings, calls, ms):
-        res = call()
+    base = timed[0][0]                           # the plan at 1e-12 comes first
+    for (solver, tol), (m, res) in zip(settings, timed):
         report.add_row("embedded dynamics", model=name, solver=solver,
                        tol="exact" if tol == 1e-12 else f"{tol:g}", ms_per_s=m,
                        ratio_to_triangular=m / base, max_residual=_residual(res),
                        real_time_factor=1e3 / m)
-    if with_c:
-        reference = configured(dyn, lambda: dyn.simulate(t_dyn, 1e-3), position_solver=
-                                "triangular", mode=0, tol=1e-12)()
-        _c_row(report, "embedded dynamics", name, cdyn, calls[len(settings)], ms[len(settings)],
-               base, reference)
-    for (label, obj, t), m in zip(others, ms[len(calls):]):
+    if with_c:   # against the first row: the same triangular plan, exact, on Numba kernels
+        _c_row(report, "embedded dynamics", name, cdyn, *timed[len(settings)], base,
+               timed[0][1])
+    for (label, _, _), (m, res) in zip(others, timed[len(calls):]):
         report.add_row("embedded dynamics", model=name, solver=label, tol="-", ms_per_s=m,
                        ratio_to_triangular=m / base, real_time_factor=1e3 / m,
-                       max_residual=_residual(obj.simulate(t, 1e-3)))
+                       max_residual=_residual(res))
     for row in failures:
         report.add_row("embedded dynamics", **row)
     for row in grid.rows():
