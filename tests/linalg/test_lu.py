@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse as sps
 
 from kinedyn.formulations import protocol
+from kinedyn.linalg import sparse
 from kinedyn.linalg.dense import dense_lu
 from kinedyn.linalg.sparse import (ORDERINGS, REPIVOT, analyse, analyse_keeping_order,
                                    block_diagonal, cost, fill)
@@ -106,10 +107,14 @@ def test_cheapest_ordering_is_kept_and_exact():
         np.testing.assert_allclose(A.toarray() @ x, b, atol=1e-10)
 
 
-def test_block_diagonal_does_each_blocks_arithmetic():
+@pytest.mark.parametrize("interleaved", [True, False])
+def test_block_diagonal_does_each_blocks_arithmetic(interleaved, monkeypatch):
     """Blocks of different sizes (a shared values array, each block reading its own entries):
     the block-diagonal solver's solution is, bit for bit, each block's own, and solves the
-    block-diagonal matrix."""
+    block-diagonal matrix - with the blocks' pivot rows interleaved (small wholes) or the
+    blocks one after the other (work past ``INTERLEAVE_LIMIT``)."""
+    if not interleaved:
+        monkeypatch.setattr(sparse, "INTERLEAVE_LIMIT", 0)
     blocks = [random_system(n, 0.3, 20 + n) for n in (7, 12, 3, 12)]
     values = np.concatenate([B.data for B in blocks])
     parts, start = [], 0
@@ -132,3 +137,10 @@ def test_block_diagonal_does_each_blocks_arithmetic():
         offset += n
     np.testing.assert_allclose(sps.block_diag(blocks).toarray() @ x, b, atol=1e-10)
     assert fill(solver) == sum(fill(s) for s, _ in parts)
+    # the block of each pivot row: 0 1 2 3 0 1 3 ... interleaved, 0 ... 0 1 ... 1 ... in turn
+    offsets = np.cumsum([B.shape[0] for B in blocks])
+    block_of = np.searchsorted(offsets, np.asarray(solver.row_perm), side="right")
+    if interleaved:
+        assert list(block_of[:4]) == [0, 1, 2, 3]
+    else:
+        assert list(block_of) == sorted(block_of)
