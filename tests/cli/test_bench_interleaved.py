@@ -30,9 +30,11 @@ def test_symbolic_rows_are_medians_normalised_by_their_own_run_length():
 
     timed = _interleaved_ms_per_s([(run([9.0, 0.2, 0.4, 0.3]), 2.0),
                                    (run([9.0, 0.1, 0.9, 0.5]), 0.5)], repeat=3)
-    ms = [m for m, _ in timed]
-    assert ms == pytest.approx([0.3e3 / 2.0, 0.5e3 / 0.5])   # ms per simulated second
-    assert [res.summary["wall_time_s"] for _, res in timed] == [0.3, 0.5]   # the last run's
+    assert [t.ms for t in timed] == pytest.approx([0.3e3 / 2.0, 0.5e3 / 0.5])  # ms per sim. s
+    assert [t.res.summary["wall_time_s"] for t in timed] == [0.3, 0.5]   # the last run's
+    # the second row over the first, round by round: 200/100, 1800/200, 1000/150 -> median
+    assert timed[1].ratio_to(timed[0]) == pytest.approx(1000 / 150)
+    assert timed[1].rounds == pytest.approx([200, 1800, 1000])
 
 
 def test_configured_cases_share_one_object_without_leaking_settings():
@@ -40,3 +42,20 @@ def test_configured_cases_share_one_object_without_leaking_settings():
     first = configured(obj, lambda: obj.tol, tol=1e-3)
     second = configured(obj, lambda: obj.tol, tol=1e-6)
     assert [first(), second(), first()] == [1e-3, 1e-6, 1e-3]
+
+
+def test_paired_ratio_compares_cases_within_each_round():
+    from kinedyn.bench.common import paired_ratio
+    # round 2: only the first case met a slow host; round 3: both did. Per round the ratio is
+    # 2, 20, 2 -> 2; the ratio of the two medians (100 / 5) would say 20
+    assert paired_ratio([10.0, 100.0, 100.0], [5.0, 5.0, 50.0]) == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="paired rounds"):
+        paired_ratio([1.0, 2.0], [1.0])
+
+
+def test_group_bench_runs_the_sparse_cases_next_to_each_other():
+    from kinedyn.bench.groups import VARIANTS, _sparse_last, _threads
+    cases = [(st, so, th, True) for st, so in VARIANTS for th in _threads(st, so, 2)]
+    solvers = [so for _, so, _, _ in _sparse_last(cases)]
+    first_sparse = solvers.index("sparse")
+    assert set(solvers[first_sparse:]) == {"sparse"} and len(solvers) == len(cases)

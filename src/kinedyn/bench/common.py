@@ -69,6 +69,16 @@ def interleaved(calls: list[Callable[[], object]], repeat: int) -> list[list]:
     return results
 
 
+def paired_ratio(base: list[float], other: list[float]) -> float:
+    """Median over rounds of ``base[r] / other[r]``: the ratio of two cases timed in the same
+    rounds (:func:`interleaved`), each round's pair measured seconds apart. A round in which
+    the host was slow for one case only moves one of the ratios; a ratio of the two medians
+    can compare one case's fast moment with the other's slow one."""
+    if len(base) != len(other) or not base:
+        raise ValueError(f"paired rounds needed, got {len(base)} and {len(other)}")
+    return float(statistics.median(b / o for b, o in zip(base, other)))
+
+
 def configured(obj, call: Callable[[], object], **settings) -> Callable[[], object]:
     """``call`` with ``obj``'s attributes set to ``settings`` first (cases sharing one object)."""
     def run():

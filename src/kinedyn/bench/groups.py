@@ -1,6 +1,7 @@
 """``kinedyn bench groups``: Group Equations vs the global formulation (paper, s. 5, Tables 2-5).
 
-Measured side by side in one run, medians of repeated runs:
+Measured side by side in one run, round by round (every case once per round), medians of the
+rounds; ratios are medians of the per-round ratios (:func:`.common.paired_ratio`):
 
 * **stewart** - the paper's Stewart platform (102 coordinates, groups 12 + 6 x 15): µs per
   step for global-dense (the paper's GMKL), global-sparse (GMA27), groups-dense and
@@ -30,6 +31,7 @@ import itertools
 import os
 import warnings
 from pathlib import Path
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -40,7 +42,7 @@ from ..kinematics import Kinematics
 from ..kinematics.analysis import blas_threads
 from ..linalg import lu_codegen
 from ..models import get
-from .common import Report, configured, interleaved, time_call
+from .common import Report, configured, interleaved, paired_ratio, time_call
 
 DT = 0.01
 PAPER_STEPS = 20_000
@@ -55,19 +57,40 @@ def _threads(strategy: str, solver: str, cores: int):
     return list(itertools.product(outer, inner))
 
 
+class Timing(NamedTuple):
+    """One case of :func:`_timed`: medians per step (wall µs, CPU µs of the calling thread, CPU
+    µs of all threads) and the wall µs of each round (for :func:`.common.paired_ratio`)."""
+    us: float
+    cpu: float
+    cpu_all: float
+    rounds: list
+
+
+def _sparse_last(cases):
+    """The cases with the dense ones first: the sparse cases, whose ratios the tables report
+    (speed-ups relative to global-sparse), then run next to each other in every round - a
+    round's dense runs of a large size take tens of seconds, over which the host's speed
+    drifts."""
+    return sorted(cases, key=lambda case: case[1] == "sparse")
+
+
 def _timed(model, cases, steps: int, repeat: int) -> dict:
-    """{case: (wall µs, CPU µs of the calling thread, CPU µs of all threads) per step}, medians
-    over ``repeat`` rounds that run every case once (:func:`.common.interleaved`), for cases
-    ``(strategy, solver, threads, fixed)`` of ``model``. The calling thread's CPU time is, on a
-    loaded machine, the part of the wall time the run really computed (for one outer thread,
-    the whole run); all threads' includes both workers with two outer threads."""
+    """{case: :class:`Timing`} over ``repeat`` rounds that run every case once
+    (:func:`.common.interleaved`; sparse cases next to each other, :func:`_sparse_last`), for
+    cases ``(strategy, solver, threads, fixed)`` of ``model``. The calling thread's CPU time
+    is, on a loaded machine, the part of the wall time the run really computed (for one outer
+    thread, the whole run); all threads' includes both workers with two outer threads."""
+    cases = _sparse_last(cases)
     calls = [configured(kin, lambda kin=kin: kin.simulate(steps * DT, DT).summary,
                         threads=tuple(th))
              for kin, th in ((_kinematics(model, st, so, th[0], fx), th)
                              for st, so, th, fx in cases)]
-    return {case: tuple(float(np.median([r[key] for r in runs])) for key in
-                        ("us_per_step", "cpu_us_per_step", "process_cpu_us_per_step"))
-            for case, runs in zip(cases, interleaved(calls, repeat))}
+    out = {}
+    for case, runs in zip(cases, interleaved(calls, repeat)):
+        med = [float(np.median([r[key] for r in runs]))
+               for key in ("us_per_step", "cpu_us_per_step", "process_cpu_us_per_step")]
+        out[case] = Timing(*med, [r["us_per_step"] for r in runs])
+    return out
 
 
 _BUILT: dict = {}
@@ -124,9 +147,10 @@ def _generated_vs_loops(rep: Report, model, steps: int, repeat: int) -> None:
     with blas_threads(1):
         runs = interleaved([lambda kin=kin: kin.simulate(steps * DT, DT).summary
                             for kin in (coded, loops)], repeat)
-    gen, loop = (float(np.median([r["us_per_step"] for r in rs])) for rs in runs)
+    gen, loop = ([r["us_per_step"] for r in rs] for rs in runs)
     rep.add_row("stewart-paper: sparse LU generated code vs loops (global, 1 Newton iteration, "
-                "1 thread)", us_generated=gen, us_loops=loop, loops_over_generated=loop / gen)
+                "1 thread)", us_generated=float(np.median(gen)), us_loops=float(np.median(loop)),
+                loops_over_generated=paired_ratio(loop, gen))
 
 
 def _crossover(rep: Report, quick: bool, repeat: int) -> None:
@@ -180,13 +204,14 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
                          (False, "converged to 1e-10")):
         timed = _timed(m, [(strategy, solver, th, fixed) for strategy, solver in VARIANTS
                            for th in _threads(strategy, solver, cores)], steps, repeat)
-        ref, ref_cpu, _ = timed["global", "sparse", (1, 1), fixed]
-        for (strategy, solver, th, _), (us, c, all_threads) in timed.items():
+        ref = timed["global", "sparse", (1, 1), fixed]
+        for (strategy, solver, th, _), t in sorted(timed.items(), key=lambda it: it[0][:2]):
             rep.add_row("stewart-paper: µs per step", mode=label, strategy=strategy,
-                        solver=solver, threads=f"{th[0]}x{th[1]}", us_per_step=us,
-                        seconds_for_20000=us * PAPER_STEPS * 1e-6, vs_global_sparse=ref / us,
-                        cpu_us_calling_thread=c, cpu_us_all_threads=all_threads,
-                        cpu_vs_global_sparse=ref_cpu / c if th == (1, 1) else "")
+                        solver=solver, threads=f"{th[0]}x{th[1]}", us_per_step=t.us,
+                        seconds_for_20000=t.us * PAPER_STEPS * 1e-6,
+                        vs_global_sparse=paired_ratio(ref.rounds, t.rounds),
+                        cpu_us_calling_thread=t.cpu, cpu_us_all_threads=t.cpu_all,
+                        cpu_vs_global_sparse=ref.cpu / t.cpu if th == (1, 1) else "")
     _generated_vs_loops(rep, m, steps, repeat)
     rep.notes.append("paper (s. 5): Stewart platform 0.53 s for 20 000 iterations = 26.5 µs per "
                      "iteration on a 4-core Intel i5 with MKL")
@@ -204,26 +229,27 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
         n_q, sizes = probe.f.n_q, probe.engine.structure.sizes()
         row = {"legs": legs, "stages": stages, "coordinates": n_q, "terminal": sizes[0],
                "leg_group": max(sizes[1:])}
-        times = {}
+        best = {}
         variants = [v for v in VARIANTS if v != ("global", "dense") or n_q <= DENSE_LIMIT]
         timed = _timed(model, [(strategy, solver, th, True) for strategy, solver in variants
                                for th in _threads(strategy, solver, cores)],
                        _steps_for(n_q, quick), repeat)
         for strategy, solver in variants:
             mine = {th: t for (st, so, th, _), t in timed.items() if (st, so) == (strategy, solver)}
-            th = min(mine, key=lambda c: mine[c][0])    # the fastest thread combination
-            times[strategy, solver] = mine[th][0]
-            row[f"{strategy}-{solver} µs"] = mine[th][0]
+            th = min(mine, key=lambda c: mine[c].us)    # the fastest thread combination
+            best[strategy, solver] = mine[th]
+            row[f"{strategy}-{solver} µs"] = mine[th].us
             row[f"{strategy}-{solver} threads"] = f"{th[0]}x{th[1]}"
             if solver == "sparse":  # every thread combination, with CPU (loaded machine)
                 for c in sorted(mine):
                     tag = f"{strategy}-sparse {c[0]}x{c[1]}"
                     row[f"{tag} µs"], row[f"{tag} cpu µs (stepping thread)"], \
-                        row[f"{tag} cpu µs (all threads)"] = mine[c]
-        base = times["global", "sparse"]
-        for key, us in times.items():
-            row[f"speed-up {key[0]}-{key[1]}"] = base / us
-        row["groups dense/sparse"] = times["groups", "dense"] / times["groups", "sparse"]
+                        row[f"{tag} cpu µs (all threads)"] = mine[c][:3]
+        base = best["global", "sparse"]
+        for key, t in best.items():  # per round: the cases of a round ran side by side
+            row[f"speed-up {key[0]}-{key[1]}"] = paired_ratio(base.rounds, t.rounds)
+        row["groups dense/sparse"] = paired_ratio(best["groups", "dense"].rounds,
+                                                  best["groups", "sparse"].rounds)
         rep.add_row("scalable: µs per step, 1 Newton iteration, best threads", **row)
         combos_size = (model, n_q, legs, stages)
     # ---- thread combinations (Figure 3) -------------------------------------------------------
@@ -232,13 +258,15 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
                                itertools.product((1, 2) if cores > 1 else (1,), repeat=2))
     timed = _timed(model, [("groups", solver, th, True) for solver, th in combos],
                    _steps_for(n_q, quick), repeat)
-    for (_, solver, th, _), (us, _, _) in timed.items():
+    for (_, solver, th, _), t in sorted(timed.items(), key=lambda it: it[0][1]):
         rep.add_row(f"threads: groups on scissor-platform-{legs}x{stages} ({n_q} coordinates)",
-                    solver=solver, outer=th[0], inner=th[1], us_per_step=us)
+                    solver=solver, outer=th[0], inner=th[1], us_per_step=t.us)
     _release()
     # ---- dense / sparse crossover per group -------------------------------------------------------
     _crossover(rep, quick, repeat)
-    rep.notes.append("speed-up = global-sparse time / variant time (paper Figure 2); groups "
-                     "dense/sparse > 1 means sparse group matrices win (the paper's crossover "
-                     "lies between 60 and 120 coordinates per group)")
+    rep.notes.append("speed-up = global-sparse time / variant time (paper Figure 2), the median "
+                     "over rounds of the two cases' ratio in the same round (vs_global_sparse "
+                     "too; the µs columns are medians of each case alone); groups dense/sparse "
+                     "> 1 means sparse group matrices win (the paper's crossover lies between 60 "
+                     "and 120 coordinates per group)")
     return rep

@@ -20,6 +20,7 @@ code generation + compilation time, and the operation counts of the triangular s
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,7 +33,7 @@ from ..symbolic.stabilized import StabilizedDynamics, baumgarte_grid_search
 from ..models.sixbar import LANDING_GEAR_CUT, STEPHENSON3_CUT
 from ..symbolic.spatial import spatial_coordinates
 from ..symbolic.thesis import spatial_four_bar
-from .common import Report, configured, interleaved
+from .common import Report, configured, interleaved, paired_ratio
 
 _S3 = {"joint_angles": True, "cut": STEPHENSON3_CUT, "time_limit": 10}
 _LG = {"joint_angles": True, "cut": LANDING_GEAR_CUT, "time_limit": 10}
@@ -76,30 +77,46 @@ ITERATING = tuple(("triangular", tol) for tol in (1e-3, 1e-6))
 ITERATING_PLAN = tuple((s, start) for start in ("extrapolated", "previous") for s in ITERATING)
 
 
-def _interleaved_ms_per_s(runs, repeat):
-    """(ms of computation per simulated second, the last run's results) of each ``(call,
-    simulated seconds)`` in ``runs``, timed round by round (:func:`.common.interleaved`): the
-    median of the compiled run's own wall time (``summary["wall_time_s"]``), without building
-    the results' channels in Python, which is the same for every solver and diluted their
-    ratios (Stephenson-III kinematics: about 15 % of a whole call). Every run starts from the
-    initial state, so the last one stands for all (residuals, iterations)."""
+class Timed(NamedTuple):
+    """A row of :func:`_interleaved_ms_per_s`: median ms per simulated second, the last run's
+    results, and the ms per simulated second of each round."""
+    ms: float
+    res: object
+    rounds: list
+
+    def ratio_to(self, base: "Timed") -> float:
+        """This row's time over ``base``'s, round by round (:func:`.common.paired_ratio`)."""
+        return paired_ratio(self.rounds, base.rounds)
+
+
+def _interleaved_ms_per_s(runs, repeat) -> list[Timed]:
+    """:class:`Timed` rows of each ``(call, simulated seconds)`` in ``runs``, timed round by
+    round (:func:`.common.interleaved`): the compiled run's own wall time
+    (``summary["wall_time_s"]``), without building the results' channels in Python, which is
+    the same for every solver and diluted their ratios (Stephenson-III kinematics: about 15 %
+    of a whole call). Every run starts from the initial state, so the last one stands for all
+    (residuals, iterations)."""
     results = interleaved([call for call, _ in runs], repeat)
-    return [(float(np.median([r.summary["wall_time_s"] for r in res])) * 1e3 / t_end, res[-1])
-            for res, (_, t_end) in zip(results, runs)]
+    out = []
+    for res, (_, t_end) in zip(results, runs):
+        rounds = [r.summary["wall_time_s"] * 1e3 / t_end for r in res]
+        out.append(Timed(float(np.median(rounds)), res[-1], rounds))
+    return out
 
 
 def _residual(res) -> float:
     return float(res.channel("residual.position").max())
 
 
-def _c_row(report, table, name, obj, ms, res, base, reference):
+def _c_row(report, table, name, obj, timed, base, reference):
     """Triangular solver on the C-compiled kernels: time, and the largest difference of the
-    coordinates (of its run ``res``) from the Numba kernels' run (``reference``)."""
+    coordinates (of its run) from the Numba kernels' run (``reference``)."""
+    res = timed.res
     diff = max(float(np.abs(res.channel(c) - reference.channel(c)).max())
                for c in reference.names("coordinate.*"))
     report.add_row(table, model=name, solver=f"triangular, {obj.backend} kernels", tol="exact",
-                   ms_per_s=ms, ratio_to_triangular=ms / base, max_residual=_residual(res),
-                   max_difference_to_numba=diff)
+                   ms_per_s=timed.ms, ratio_to_triangular=timed.ratio_to(base),
+                   max_residual=_residual(res), max_difference_to_numba=diff)
 
 
 def _stabilized_runs(name, dyn, t_dyn, quick):
@@ -162,16 +179,17 @@ def _kinematic_rows(report, name, opts, t_kin, repeat, with_c):
         ckin = TriangularKinematics(source, backend="c", **opts)
         calls.append(lambda: ckin.simulate(t_kin, 1e-3))
     timed = _interleaved_ms_per_s([(call, t_kin) for call in calls], repeat)
-    base = timed[0][0]                           # the plan at 1e-12 comes first
-    for ((solver, tol), start), (m, res) in zip(settings, timed):
+    base = timed[0]                              # the plan at 1e-12 comes first
+    for ((solver, tol), start), row in zip(settings, timed):
         report.add_row("kinematics", model=name, solver=solver,
                        tol="exact" if tol == 1e-12 else f"{tol:g}", newton_start=start,
-                       ms_per_s=m, ratio_to_triangular=m / base, max_residual=_residual(res),
-                       mean_iterations=float(res.channel("iterations").mean()))
+                       ms_per_s=row.ms, ratio_to_triangular=row.ratio_to(base),
+                       max_residual=_residual(row.res),
+                       mean_iterations=float(row.res.channel("iterations").mean()))
     if with_c:
         reference = configured(kin, lambda: kin.simulate(t_kin, 1e-3), position_solver=
                                 "triangular", tol=1e-10, newton_start="extrapolated")()
-        _c_row(report, "kinematics", name, ckin, *timed[-1], base, reference)
+        _c_row(report, "kinematics", name, ckin, timed[-1], base, reference)
 
 
 def _dynamic_rows(report, name, plan_opts, emb_opts, params, t_dyn, repeat, quick, with_c):
@@ -189,19 +207,18 @@ def _dynamic_rows(report, name, plan_opts, emb_opts, params, t_dyn, repeat, quic
     others = [(label, obj, t_dyn) for label, obj in stabilized] + natural
     timed = _interleaved_ms_per_s([(call, t_dyn) for call in calls] + [
         (lambda o=o, t=t: o.simulate(t, 1e-3), t) for _, o, t in others], repeat)
-    base = timed[0][0]                           # the plan at 1e-12 comes first
-    for (solver, tol), (m, res) in zip(settings, timed):
+    base = timed[0]                              # the plan at 1e-12 comes first
+    for (solver, tol), row in zip(settings, timed):
         report.add_row("embedded dynamics", model=name, solver=solver,
-                       tol="exact" if tol == 1e-12 else f"{tol:g}", ms_per_s=m,
-                       ratio_to_triangular=m / base, max_residual=_residual(res),
-                       real_time_factor=1e3 / m)
+                       tol="exact" if tol == 1e-12 else f"{tol:g}", ms_per_s=row.ms,
+                       ratio_to_triangular=row.ratio_to(base), max_residual=_residual(row.res),
+                       real_time_factor=1e3 / row.ms)
     if with_c:   # against the first row: the same triangular plan, exact, on Numba kernels
-        _c_row(report, "embedded dynamics", name, cdyn, *timed[len(settings)], base,
-               timed[0][1])
-    for (label, _, _), (m, res) in zip(others, timed[len(calls):]):
-        report.add_row("embedded dynamics", model=name, solver=label, tol="-", ms_per_s=m,
-                       ratio_to_triangular=m / base, real_time_factor=1e3 / m,
-                       max_residual=_residual(res))
+        _c_row(report, "embedded dynamics", name, cdyn, timed[len(settings)], base, base.res)
+    for (label, _, _), row in zip(others, timed[len(calls):]):
+        report.add_row("embedded dynamics", model=name, solver=label, tol="-", ms_per_s=row.ms,
+                       ratio_to_triangular=row.ratio_to(base), real_time_factor=1e3 / row.ms,
+                       max_residual=_residual(row.res))
     for row in failures:
         report.add_row("embedded dynamics", **row)
     for row in grid.rows():
