@@ -59,3 +59,27 @@ def test_group_bench_runs_the_sparse_cases_next_to_each_other():
     solvers = [so for _, so, _, _ in _sparse_last(cases)]
     first_sparse = solvers.index("sparse")
     assert set(solvers[first_sparse:]) == {"sparse"} and len(solvers) == len(cases)
+
+
+def test_group_bench_reports_cases_in_the_callers_order(monkeypatch):
+    """The rounds run the sparse cases last; the table keeps the order it was asked for."""
+    from kinedyn.bench import groups as G
+    ran = []
+
+    def kinematics(model, strategy, solver, outer, fixed):
+        def simulate(t_end, dt):
+            ran.append(solver)
+            return SimpleNamespace(summary={"us_per_step": 2.0 if solver == "dense" else 1.0,
+                                            "cpu_us_per_step": 1.0,
+                                            "process_cpu_us_per_step": 1.0})
+        return SimpleNamespace(simulate=simulate, threads=None)
+
+    monkeypatch.setattr(G, "_kinematics", kinematics)
+    cases = [("global", "sparse", (1, 1), True), ("groups", "dense", (1, 1), True),
+             ("groups", "sparse", (2, 1), True)]
+    timed = G._timed(None, cases, steps=1, repeat=2)
+    assert list(timed) == cases
+    # warm-ups, then round 1 and round 2 (reversed): the two sparse cases always adjacent
+    assert ran == ["dense", "sparse", "sparse"] * 2 + ["sparse", "sparse", "dense"]
+    assert [t.us for t in timed.values()] == [1.0, 2.0, 1.0]
+    assert timed[cases[1]].rounds == [2.0, 2.0]

@@ -75,22 +75,22 @@ def _sparse_last(cases):
 
 
 def _timed(model, cases, steps: int, repeat: int) -> dict:
-    """{case: :class:`Timing`} over ``repeat`` rounds that run every case once
-    (:func:`.common.interleaved`; sparse cases next to each other, :func:`_sparse_last`), for
-    cases ``(strategy, solver, threads, fixed)`` of ``model``. The calling thread's CPU time
+    """{case: :class:`Timing`}, in the order of ``cases``, over ``repeat`` rounds that run
+    every case once (:func:`.common.interleaved`; sparse cases next to each other,
+    :func:`_sparse_last`), for cases ``(strategy, solver, threads, fixed)`` of ``model``. The calling thread's CPU time
     is, on a loaded machine, the part of the wall time the run really computed (for one outer
     thread, the whole run); all threads' includes both workers with two outer threads."""
-    cases = _sparse_last(cases)
+    run_order = _sparse_last(cases)
     calls = [configured(kin, lambda kin=kin: kin.simulate(steps * DT, DT).summary,
                         threads=tuple(th))
              for kin, th in ((_kinematics(model, st, so, th[0], fx), th)
-                             for st, so, th, fx in cases)]
+                             for st, so, th, fx in run_order)]
     out = {}
-    for case, runs in zip(cases, interleaved(calls, repeat)):
+    for case, runs in zip(run_order, interleaved(calls, repeat)):
         med = [float(np.median([r[key] for r in runs]))
                for key in ("us_per_step", "cpu_us_per_step", "process_cpu_us_per_step")]
         out[case] = Timing(*med, [r["us_per_step"] for r in runs])
-    return out
+    return {case: out[case] for case in cases}
 
 
 _BUILT: dict = {}
@@ -205,7 +205,7 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
         timed = _timed(m, [(strategy, solver, th, fixed) for strategy, solver in VARIANTS
                            for th in _threads(strategy, solver, cores)], steps, repeat)
         ref = timed["global", "sparse", (1, 1), fixed]
-        for (strategy, solver, th, _), t in sorted(timed.items(), key=lambda it: it[0][:2]):
+        for (strategy, solver, th, _), t in timed.items():
             rep.add_row("stewart-paper: µs per step", mode=label, strategy=strategy,
                         solver=solver, threads=f"{th[0]}x{th[1]}", us_per_step=t.us,
                         seconds_for_20000=t.us * PAPER_STEPS * 1e-6,
@@ -258,7 +258,7 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
                                itertools.product((1, 2) if cores > 1 else (1,), repeat=2))
     timed = _timed(model, [("groups", solver, th, True) for solver, th in combos],
                    _steps_for(n_q, quick), repeat)
-    for (_, solver, th, _), t in sorted(timed.items(), key=lambda it: it[0][1]):
+    for (_, solver, th, _), t in timed.items():
         rep.add_row(f"threads: groups on scissor-platform-{legs}x{stages} ({n_q} coordinates)",
                     solver=solver, outer=th[0], inner=th[1], us_per_step=t.us)
     _release()
