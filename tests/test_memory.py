@@ -38,4 +38,4 @@ def test_kinematic_outputs_are_resident_zeros():
     outs = K.outputs(2000, 600)
     assert [o.shape for o in outs] == [(2000, 600)] * 3 + [(2000,)] * 2
     assert outs[4].dtype == np.int64 and not any(o.any() for o in outs)
-    assert _faults_while_writing(outs[0]) < 4  # 9.6 MB: hundreds of faults if fresh
+    assert _faults_while_writing(outs[0]) < 30  # 9.6 MB: 299 faults here if fresh
