@@ -77,9 +77,10 @@ def _sparse_last(cases):
 def _timed(model, cases, steps: int, repeat: int) -> dict:
     """{case: :class:`Timing`}, in the order of ``cases``, over ``repeat`` rounds that run
     every case once (:func:`.common.interleaved`; sparse cases next to each other,
-    :func:`_sparse_last`), for cases ``(strategy, solver, threads, fixed)`` of ``model``. The calling thread's CPU time
-    is, on a loaded machine, the part of the wall time the run really computed (for one outer
-    thread, the whole run); all threads' includes both workers with two outer threads."""
+    :func:`_sparse_last`), for cases ``(strategy, solver, threads, fixed)`` of ``model``. The
+    calling thread's CPU time is, on a loaded machine, the part of the wall time the run
+    really computed (for one outer thread, the whole run); all threads' includes both workers
+    with two outer threads."""
     run_order = _sparse_last(cases)
     calls = [configured(kin, lambda kin=kin: kin.simulate(steps * DT, DT).summary,
                         threads=tuple(th))
