@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sps
 
+from kinedyn import _llvm
 from kinedyn.formulations import protocol
 from kinedyn.linalg import lu_codegen
 from kinedyn.linalg.sparse import (NO_CODE, ORDERINGS, REPIVOT, analyse, block_diagonal,
@@ -115,12 +116,12 @@ def test_object_code_is_cached_on_disk(monkeypatch, tmp_path):
     """A second process would load the machine code instead of compiling: the object file is
     written, and an engine built from it (memory cache cleared) gives the same results."""
     monkeypatch.setenv("KINEDYN_CACHE", str(tmp_path))
-    monkeypatch.setattr(lu_codegen, "_ENGINES", {})
+    monkeypatch.setattr(_llvm, "_ENGINES", {})
     A = random_system(25, 0.15, 9)
     first, plain = both(full_block(A), A.data)
     files = list((tmp_path / "lu").glob("*.o"))
     assert len(files) == 1 and files[0].stat().st_size > 0
-    monkeypatch.setattr(lu_codegen, "_ENGINES", {})
+    monkeypatch.setattr(_llvm, "_ENGINES", {})
     again = analyse(full_block(A), A.data)
     rhs = np.arange(25.0)
     x1, x2 = run(again, A.data, rhs)[2], run(plain, A.data, rhs)[2]

@@ -7,8 +7,9 @@ rounds; ratios are medians of the per-round ratios (:func:`.common.paired_ratio`
   step for global-dense (the paper's GMKL), global-sparse (GMA27), groups-dense and
   groups-sparse (GEOMP+MKL / GEOMP+MA27) with 1 and 2 outer threads, in the paper's setting
   (one Newton iteration per step, dt = 0.01; the paper: 26.5 µs per iteration on a 4-core i5)
-  and with fully converged steps (tolerance 1e-10); and global-sparse with the sparse LU's
-  generated code (the default) against its loops;
+  and with fully converged steps (tolerance 1e-10); and global-sparse with all the generated
+  code (the default: the constraints' and the sparse LU's) against the loops of either and of
+  both;
 * **scalable** - the ``scissor-platform-<legs>x<stages>`` family (leg groups of
   18 + 12 stages coordinates, close to the paper's nSG-HS): the same four variants, each with
   its best thread combination (listed), speed-ups relative to global-sparse (the paper's
@@ -40,6 +41,7 @@ from .._unmanaged import unmanaged
 from ..formulations import protocol
 from ..kinematics import Kinematics
 from ..kinematics.analysis import blas_threads
+from ..formulations.natural import codegen as natural_codegen
 from ..linalg import lu_codegen
 from ..models import get
 from .common import Report, configured, interleaved, paired_ratio, time_call
@@ -135,23 +137,32 @@ def _factor_solve(solver_, swork_, values, rhs, n):
 
 
 def _generated_vs_loops(rep: Report, model, steps: int, repeat: int) -> None:
-    """Global-sparse paper step with the sparse LU's generated straight-line code (the default,
-    :mod:`kinedyn.linalg.lu_codegen`) and with its loops, alternated run by run."""
+    """Global-sparse paper step with all generated straight-line code (the default: the
+    constraints', :mod:`kinedyn.formulations.natural.codegen`, and the sparse LU's,
+    :mod:`kinedyn.linalg.lu_codegen`), with the loops for one of them, and with the loops for
+    both, alternated run by run."""
+    variants = {"generated": (), "constraint loops": (natural_codegen.SWITCH,),
+                "LU loops": (lu_codegen.SWITCH,),
+                "all loops": (natural_codegen.SWITCH, lu_codegen.SWITCH)}
+    kins = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        coded = _kinematics(model, "global", "sparse", 1, True)
-        os.environ[lu_codegen.SWITCH] = "0"
-        try:
-            loops = Kinematics(model, solver="sparse", fixed_iterations=True, max_iter=1)
-        finally:
-            del os.environ[lu_codegen.SWITCH]
+        for switches in variants.values():
+            os.environ.update({name: "0" for name in switches})
+            try:
+                kins.append(Kinematics(model, solver="sparse", fixed_iterations=True,
+                                       max_iter=1))
+            finally:
+                for name in switches:
+                    del os.environ[name]
     with blas_threads(1):
         runs = interleaved([lambda kin=kin: kin.simulate(steps * DT, DT).summary
-                            for kin in (coded, loops)], repeat)
-    gen, loop = ([r["us_per_step"] for r in rs] for rs in runs)
-    rep.add_row("stewart-paper: sparse LU generated code vs loops (global, 1 Newton iteration, "
-                "1 thread)", us_generated=float(np.median(gen)), us_loops=float(np.median(loop)),
-                loops_over_generated=paired_ratio(loop, gen))
+                            for kin in kins], repeat)
+    us = [[r["us_per_step"] for r in rs] for rs in runs]
+    for name, times in zip(variants, us):
+        rep.add_row("stewart-paper: generated code vs loops (global sparse, 1 Newton iteration, "
+                    "1 thread)", code=name, us_per_step=float(np.median(times)),
+                    over_generated=paired_ratio(times, us[0]))
 
 
 def _crossover(rep: Report, quick: bool, repeat: int) -> None:

@@ -14,31 +14,21 @@ The generated code does the arithmetic of the loops in :mod:`.sparse` in the sam
 the same checks (a multiplier above the growth limit, a pivot that is zero or small for its row
 returns 2, re-analyse), so the results are bit-identical; the tests compare them.
 
-The IR goes to LLVM's MCJIT in this process (llvmlite, which Numba ships: no C compiler
-needed). Compiling takes about 0.4 s for the Stewart platform and grows with the pattern
-(scissor-platform-6x4's global Jacobian, work 9579: about 4 s, paper step 30.6 -> 20.4 µs;
-6x9, work 24021: about 18 s, 65.4 -> 47.9 µs), so patterns whose work (:func:`.sparse.cost`)
-exceeds ``LIMIT`` keep the loops; the object code is
-cached on disk (``lu/`` under :func:`kinedyn._cache.cache_root`), keyed by the IR and the host
-CPU, and in memory for the life of the process (the addresses stay valid while it runs: the
-engines are never freed). Compiled kernels call the functions through their addresses
-(:func:`call`), which are data, so the kernels that call them stay cacheable.
+The IR goes to LLVM's MCJIT in this process (:mod:`kinedyn._llvm`: llvmlite, which Numba
+ships, no C compiler needed). Compiling takes about 0.4 s for the Stewart platform and grows
+with the pattern (scissor-platform-6x4's global Jacobian, work 9579: about 4 s, paper step
+30.6 -> 20.4 µs; 6x9, work 24021: about 18 s, 65.4 -> 47.9 µs), so patterns whose work
+(:func:`.sparse.cost`) exceeds ``LIMIT`` keep the loops; the object code is cached on disk
+(``lu/`` under :func:`kinedyn._cache.cache_root`) and in memory. Compiled kernels call the
+functions through their addresses (:func:`kinedyn._llvm.call`).
 """
 from __future__ import annotations
 
-import hashlib
-import os
 import warnings
 
-import llvmlite
-import llvmlite.binding as llvm
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.extending import intrinsic
-from numba.np.arrayobj import make_array
 
-from .._cache import cache_root
+from .._llvm import HEADER, Function, compile_module
 
 LIMIT = 12000  # largest pattern work (updates + L\U entries) that gets generated code
 TOTAL_LIMIT = 100000  # largest work of the codes one thread runs per step (sparse.with_codes)
@@ -50,57 +40,14 @@ CODE_WIDTH = 5
 NO_CODE = np.zeros(CODE_WIDTH, np.int64)
 SWITCH = "KINEDYN_SPARSE_CODEGEN"  # "0": every solver analysed from now on uses the loops
 
-_ENGINES: dict = {}  # IR digest -> (engine, addresses); kept for the life of the process
-_HEADER = "declare double @llvm.fabs.f64(double)"
-
-
-class _Function:
-    """The body of one LLVM function in SSA form, one instruction per line."""
-
-    def __init__(self, signature: str):
-        self.lines = [f"define i64 {signature} {{", "entry:"]
-        self.count = 0
-
-    def value(self, instruction: str) -> str:
-        self.count += 1
-        name = f"%v{self.count}"
-        self.lines.append(f"  {name} = {instruction}")
-        return name
-
-    def load(self, array: str, i) -> str:
-        p = self.value(f"getelementptr inbounds double, ptr {array}, i64 {int(i)}")
-        return self.value(f"load double, ptr {p}, align 8")
-
-    def store(self, array: str, i, v: str) -> None:
-        p = self.value(f"getelementptr inbounds double, ptr {array}, i64 {int(i)}")
-        self.lines.append(f"  store double {v}, ptr {p}, align 8")
-
-    def sub_product(self, acc: str, a: str, b: str) -> str:
-        """acc - a * b, rounded twice as the loops do (no fused multiply-add)."""
-        return self.value(f"fsub double {acc}, {self.value(f'fmul double {a}, {b}')}")
-
-    def abs(self, v: str) -> str:
-        return self.value(f"call double @llvm.fabs.f64(double {v})")
-
-    def repivot_if(self, condition: str) -> None:
-        self.count += 1
-        self.lines.append(f"  br i1 {condition}, label %repivot, label %ok{self.count}")
-        self.lines.append(f"ok{self.count}:")
-
-    def end(self, repivot: bool) -> str:
-        self.lines.append("  ret i64 0")
-        if repivot:
-            self.lines += ["repivot:", "  ret i64 2"]
-        return "\n".join(self.lines + ["}"])
-
 
 def _factorize_ir(s) -> str:
     """``factorize(values, lu, inv_diag, pivot_tol, growth_limit)``: :func:`.sparse._factorize_w`
     unrolled. A row's entries are SSA values while it is eliminated and stored when it is done;
     later rows load the U entries they read (fewer live values: faster to compile and run)."""
     ptr, ind, dg = (np.asarray(a, np.int64) for a in (s.lu_indptr, s.lu_indices, s.lu_diag))
-    f = _Function("@factorize(ptr noalias %values, ptr noalias %lu, ptr noalias %inv, "
-                  "double %tol, double %growth)")
+    f = Function("@factorize(ptr noalias %values, ptr noalias %lu, ptr noalias %inv, "
+                 "double %tol, double %growth)")
     entry = {}   # L\U position -> its current SSA value (absent: a fill entry, still 0)
     scale = {}   # row -> max |entry| of B's row (for the pivot test)
     for src, tgt, row in zip(np.asarray(s.source, np.int64), np.asarray(s.target, np.int64),
@@ -118,19 +65,19 @@ def _factorize_ir(s) -> str:
             k = int(ind[p])
             lik = f.value(f"fmul double {entry.get(p, '0.0')}, {inv[k]}")
             entry[p] = lik
-            f.repivot_if(f.value(f"fcmp ogt double {f.abs(lik)}, %growth"))
+            f.exit_if(f.value(f"fcmp ogt double {f.abs(lik)}, %growth"), "repivot")
             for r in range(dg[k] + 1, ptr[k + 1]):
                 q = where[int(ind[r])]
                 entry[q] = f.sub_product(entry.get(q, "0.0"), lik, f.load("%lu", r))
         piv = entry.get(int(dg[i]), "0.0")
-        f.repivot_if(f.value(f"fcmp oeq double {piv}, 0.0"))
+        f.exit_if(f.value(f"fcmp oeq double {piv}, 0.0"), "repivot")
         small = f.value(f"fmul double %tol, {scale.get(i, '0.0')}")
-        f.repivot_if(f.value(f"fcmp ole double {f.abs(piv)}, {small}"))
+        f.exit_if(f.value(f"fcmp ole double {f.abs(piv)}, {small}"), "repivot")
         inv[i] = f.value(f"fdiv double 1.0, {piv}")
         f.store("%inv", i, inv[i])
         for p in range(ptr[i], ptr[i + 1]):
             f.store("%lu", p, entry.pop(p, "0.0"))
-    return f.end(repivot=True)
+    return f.end({"repivot": 2})
 
 
 def _solve_ir(s, name: str, n_rhs: int) -> str:
@@ -139,8 +86,8 @@ def _solve_ir(s, name: str, n_rhs: int) -> str:
     before any solution is written, so they are solved in place."""
     ptr, ind, dg = (np.asarray(a, np.int64) for a in (s.lu_indptr, s.lu_indices, s.lu_diag))
     rhs = [f"%r{j}" for j in range(n_rhs)]
-    f = _Function(f"@{name}(ptr noalias %lu, ptr noalias %inv, "
-                  + ", ".join(f"ptr noalias {r}" for r in rhs) + ")")
+    f = Function(f"@{name}(ptr noalias %lu, ptr noalias %inv, "
+                 + ", ".join(f"ptr noalias {r}" for r in rhs) + ")")
     factor = {}
 
     def lu(p):
@@ -164,22 +111,13 @@ def _solve_ir(s, name: str, n_rhs: int) -> str:
     for i in range(s.n):  # x = Pc z
         for j, r in enumerate(rhs):
             f.store(r, s.col_perm[i], x[j][i])
-    return f.end(repivot=False)
+    return f.end()
 
 
 def module_ir(solver) -> str:
     """The LLVM IR of a solver's three functions (``factorize``, ``solve``, ``solve_pair``)."""
-    return "\n".join([_HEADER, _factorize_ir(solver), _solve_ir(solver, "solve", 1),
+    return "\n".join([HEADER, _factorize_ir(solver), _solve_ir(solver, "solve", 1),
                       _solve_ir(solver, "solve_pair", 2)])
-
-
-def _target_machine():
-    """LLVM's code generator for this CPU (its features: AVX-512 where the host has it); a new
-    one for every engine, which owns and frees it."""
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    return llvm.Target.from_default_triple().create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=2)
 
 
 def compile_solver(solver) -> np.ndarray:
@@ -187,77 +125,10 @@ def compile_solver(solver) -> np.ndarray:
     functions (int64), or :data:`NO_CODE` (zeros: use the loops) when LLVM refuses the IR.
     Whether a pattern gets code at all (its work against ``LIMIT``, the
     ``KINEDYN_SPARSE_CODEGEN`` switch) is decided by :func:`.sparse.with_code`."""
-    text = module_ir(solver)
-    machine = _target_machine()
-    key = hashlib.sha256("\n".join([text, llvmlite.__version__, machine.triple,
-                                    llvm.get_host_cpu_name(),
-                                    llvm.get_host_cpu_features().flatten()]).encode()).hexdigest()
-    if key not in _ENGINES:
-        try:
-            _ENGINES[key] = _load(cache_root() / "lu" / f"{key[:32]}.o", text, machine)
-        except RuntimeError as exc:  # LLVM refused: the loops do the same arithmetic
-            warnings.warn(f"sparse LU: no generated code for a {solver.n} x {solver.n} pattern "
-                          f"(LLVM: {exc}); using the loops", RuntimeWarning, stacklevel=2)
-            return NO_CODE
-    return np.concatenate([_ENGINES[key][1], [0, 0]])
-
-
-def _load(path, text: str, machine):
-    """(engine, addresses) for the IR ``text``: its object code read from ``path`` or compiled
-    by ``machine`` and saved there, then loaded into an MCJIT engine of its own."""
     try:
-        obj = path.read_bytes()
-    except OSError:
-        module = llvm.parse_assembly(text)
-        module.verify()
-        obj = machine.emit_object(module)
-        _save(path, obj)
-    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
-    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-    engine.finalize_object()
-    return engine, np.array([engine.get_function_address(name) for name in
-                             ("factorize", "solve", "solve_pair")], np.int64)
-
-
-def _save(path, obj: bytes) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(obj)
-        tmp.replace(path)
-    except OSError:
-        pass  # a read-only cache: compile again next time
-
-
-@intrinsic
-def call(typingctx, address, arrays, offsets, scalars):
-    """``address(&arrays[0][offsets[0]], ..., *scalars) -> int64``: call a generated function.
-    The arrays must be C-contiguous float64 (pointers into their data are passed: a block's
-    code works on its part of a block-diagonal solver's arrays), the offsets integers, the
-    scalars float64."""
-    if not all(isinstance(x, types.BaseTuple) for x in (arrays, offsets, scalars)):
-        return None
-    if any(not (isinstance(a, types.Array) and a.layout == "C" and a.dtype == types.float64)
-           for a in arrays.types):
-        return None
-    if len(offsets.types) != len(arrays.types) or any(
-            not isinstance(t, types.Integer) for t in offsets.types):
-        return None
-    if any(t != types.float64 for t in scalars.types):
-        return None
-    sig = types.int64(address, arrays, offsets, scalars)
-
-    def codegen(context, builder, sig, args):
-        dp = ir.DoubleType().as_pointer()
-        fnty = ir.FunctionType(ir.IntType(64), [dp] * len(arrays.types)
-                               + [ir.DoubleType()] * len(scalars.types))
-        fn = builder.inttoptr(args[0], fnty.as_pointer())
-        data = []
-        for k, t in enumerate(arrays.types):
-            base = make_array(t)(context, builder, builder.extract_value(args[1], k)).data
-            off = context.cast(builder, builder.extract_value(args[2], k), offsets.types[k],
-                               types.int64)
-            data.append(builder.gep(base, [off], inbounds=True))
-        values = [builder.extract_value(args[3], k) for k in range(len(scalars.types))]
-        return builder.call(fn, data + values)
-    return sig, codegen
+        addresses = compile_module(module_ir(solver), ("factorize", "solve", "solve_pair"), "lu")
+    except RuntimeError as exc:  # LLVM refused: the loops do the same arithmetic
+        warnings.warn(f"sparse LU: no generated code for a {solver.n} x {solver.n} pattern "
+                      f"(LLVM: {exc}); using the loops", RuntimeWarning, stacklevel=2)
+        return NO_CODE
+    return np.concatenate([addresses, [0, 0]])

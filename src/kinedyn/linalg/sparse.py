@@ -34,10 +34,11 @@ from numba.extending import overload
 import heapq
 from scipy.sparse.linalg import splu
 
+from .._llvm import call
 from ..formulations import protocol
 from . import lu_codegen
 from .lu_codegen import (CODE_WIDTH, FACTORIZE, LU_OFFSET, NO_CODE, ROW_OFFSET, SOLVE,
-                         SOLVE_PAIR, call)
+                         SOLVE_PAIR)
 from .subsystem import Block
 
 OK, SINGULAR, REPIVOT = 0, 1, 2

@@ -15,6 +15,7 @@ import scipy.sparse as sps
 from ...model.compiled import CompiledModel
 from ...model.tape import MAX_STACK, build_program, eval_tape
 from . import kernels  # noqa: F401  (registers the protocol overloads)
+from .codegen import compile_rows
 from .data import (EntityTable, NaturalData, NaturalWork, RowSet, function_tapes, gravity_force,
                    jacobian_pattern, make_work, mass_matrix)
 from .entities import J2
@@ -155,10 +156,12 @@ class Natural:
         """``rows`` with the entities they read, for the compiled kernels (:class:`.RowSet`).
         Passed in place of a row array to the protocol functions, the kernels compute those
         entities in one straight loop instead of looking each one up per row (structural
-        groups, the threads' shares of a level; see :func:`.kernels._prepare`)."""
+        groups, the threads' shares of a level; see :func:`.kernels._prepare`), or run the
+        code generated for the rows (:func:`.codegen.compile_rows`)."""
         rows = np.asarray(rows, np.int64)
         ents = self.data.con_ent[rows].ravel()
-        return RowSet(rows, np.unique(ents[ents >= 0]).astype(np.int64))
+        return RowSet(rows, np.unique(ents[ents >= 0]).astype(np.int64),
+                      compile_rows(self.data, rows))
 
     def body_coordinates(self) -> dict[str, list[int]]:
         """For each moving body, the coordinates of the points and vectors that position it

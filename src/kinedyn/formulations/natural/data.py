@@ -69,9 +69,12 @@ class NaturalData(NamedTuple):
 class RowSet(NamedTuple):
     """A fixed set of equations and the entities they read (:meth:`.Natural.row_selection`):
     the kernels compute exactly those entities in one straight loop, whatever the size of the
-    set (a structural group, a thread's share of a DAG level)."""
+    set (a structural group, a thread's share of a DAG level), or run the straight-line code
+    generated for the set."""
     rows: np.ndarray  # (n,) int64 equation rows
     ents: np.ndarray  # (n_ents,) int64 sorted ids of the entities the rows read
+    code: np.ndarray  # (4,) int64 addresses of the rows' generated functions, 0: the loops
+                      # (:mod:`.codegen`)
 
 
 class NaturalWork(NamedTuple):

@@ -1,0 +1,180 @@
+"""Straight-line machine code generated as LLVM IR and compiled by llvmlite (which Numba ships:
+no C compiler needed), shared by the generated sparse LU (:mod:`kinedyn.linalg.lu_codegen`) and
+the generated constraint kernels (:mod:`kinedyn.formulations.natural.codegen`).
+
+A kernel that does the same arithmetic on a fixed pattern at every step walks index arrays that
+are constants; unrolled, every position becomes an immediate offset and the intermediate values
+stay in registers. The IR goes to LLVM's MCJIT in this process; the object code is cached on
+disk (under :func:`kinedyn._cache.cache_root`), keyed by the IR, llvmlite and the host CPU, and
+in memory for the life of the process (the addresses stay valid while it runs: the engines are
+never freed). Compiled kernels call the functions through their addresses (:func:`call`), which
+are data, so the kernels that call them stay cacheable.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+
+import llvmlite
+import llvmlite.binding as llvm
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+from numba.np.arrayobj import make_array
+
+from ._cache import cache_root
+
+_ENGINES: dict = {}  # key -> (engine, addresses); kept for the life of the process
+HEADER = "declare double @llvm.fabs.f64(double)"
+
+
+def constant(x: float) -> str:
+    """A double as an exact LLVM IR literal (its bits in hexadecimal)."""
+    return f"0x{struct.unpack('<Q', struct.pack('<d', float(x)))[0]:016X}"
+
+
+class Function:
+    """The body of one LLVM function returning i64, in SSA form, one instruction per line.
+    Arithmetic is emitted as written: no fused multiply-add, no reassociation (the loops it
+    unrolls round the same way)."""
+
+    def __init__(self, signature: str, internal: bool = False):
+        """``signature``: ``@name(arguments)``; ``internal``: a part that only the module's
+        own functions call, never inlined into them (:mod:`kinedyn.formulations.natural.codegen`
+        cuts large sets of rows into such parts)."""
+        head = (f"define internal i64 {signature} noinline" if internal
+                else f"define i64 {signature}")
+        self.lines = [f"{head} {{", "entry:"]
+        self.count = 0
+
+    def value(self, instruction: str) -> str:
+        self.count += 1
+        name = f"%v{self.count}"
+        self.lines.append(f"  {name} = {instruction}")
+        return name
+
+    def load(self, array: str, i) -> str:
+        p = self.value(f"getelementptr inbounds double, ptr {array}, i64 {int(i)}")
+        return self.value(f"load double, ptr {p}, align 8")
+
+    def store(self, array: str, i, v: str) -> None:
+        p = self.value(f"getelementptr inbounds double, ptr {array}, i64 {int(i)}")
+        self.lines.append(f"  store double {v}, ptr {p}, align 8")
+
+    def add(self, a: str, b: str) -> str:
+        return self.value(f"fadd double {a}, {b}")
+
+    def sub(self, a: str, b: str) -> str:
+        return self.value(f"fsub double {a}, {b}")
+
+    def mul(self, a: str, b: str) -> str:
+        return self.value(f"fmul double {a}, {b}")
+
+    def sub_product(self, acc: str, a: str, b: str) -> str:
+        """acc - a * b, rounded twice as the loops do (no fused multiply-add)."""
+        return self.sub(acc, self.mul(a, b))
+
+    def abs(self, v: str) -> str:
+        return self.value(f"call double @llvm.fabs.f64(double {v})")
+
+    def exit_if(self, condition: str, label: str) -> None:
+        """Branch to ``label`` (an exit of :meth:`end`) when ``condition`` holds."""
+        self.count += 1
+        self.lines.append(f"  br i1 {condition}, label %{label}, label %ok{self.count}")
+        self.lines.append(f"ok{self.count}:")
+
+    def end(self, exits: dict | None = None) -> str:
+        """The function's text: it returns 0, or ``exits[label]`` from the branches to label."""
+        self.lines.append("  ret i64 0")
+        for label, code in (exits or {}).items():
+            self.lines += [f"{label}:", f"  ret i64 {int(code)}"]
+        return "\n".join(self.lines + ["}"])
+
+
+def _target_machine():
+    """LLVM's code generator for this CPU (its features: AVX-512 where the host has it); a new
+    one for every engine, which owns and frees it."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    return llvm.Target.from_default_triple().create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=2)
+
+
+def compile_module(text: str, names: tuple, folder: str) -> np.ndarray:
+    """The addresses (int64) of the functions ``names`` of the IR module ``text``, compiled
+    once per process and cached on disk under ``folder`` of the cache root. Raises
+    ``RuntimeError`` when LLVM refuses the IR."""
+    machine = _target_machine()
+    key = hashlib.sha256("\n".join([text, llvmlite.__version__, machine.triple,
+                                    llvm.get_host_cpu_name(),
+                                    llvm.get_host_cpu_features().flatten(),
+                                    *names]).encode()).hexdigest()
+    if key not in _ENGINES:
+        _ENGINES[key] = _load(cache_root() / folder / f"{key[:32]}.o", text, names, machine)
+    return _ENGINES[key][1]
+
+
+def _load(path, text: str, names: tuple, machine):
+    """(engine, addresses) for the IR ``text``: its object code read from ``path`` or compiled
+    by ``machine`` and saved there, then loaded into an MCJIT engine of its own."""
+    try:
+        obj = path.read_bytes()
+    except OSError:
+        module = llvm.parse_assembly(text)
+        module.verify()
+        obj = machine.emit_object(module)
+        _save(path, obj)
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
+    engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+    engine.finalize_object()
+    return engine, np.array([engine.get_function_address(name) for name in names], np.int64)
+
+
+def _save(path, obj: bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(obj)
+        tmp.replace(path)
+    except OSError:
+        pass  # a read-only cache: compile again next time
+
+
+@intrinsic
+def call(typingctx, address, arrays, offsets, scalars):
+    """``address(&arrays[0][offsets[0]], ..., *scalars) -> int64``: call a generated function.
+    The arrays must be C-contiguous float64 (pointers into their data are passed: a block's
+    code works on its part of a block-diagonal solver's arrays), the offsets integers, the
+    scalars float64."""
+    if not all(isinstance(x, types.BaseTuple) for x in (arrays, offsets, scalars)):
+        return None
+    if not all(c_float64(a) for a in arrays.types):
+        return None
+    if len(offsets.types) != len(arrays.types) or any(
+            not isinstance(t, types.Integer) for t in offsets.types):
+        return None
+    if any(t != types.float64 for t in scalars.types):
+        return None
+    sig = types.int64(address, arrays, offsets, scalars)
+
+    def codegen(context, builder, sig, args):
+        dp = ir.DoubleType().as_pointer()
+        fnty = ir.FunctionType(ir.IntType(64), [dp] * len(arrays.types)
+                               + [ir.DoubleType()] * len(scalars.types))
+        fn = builder.inttoptr(args[0], fnty.as_pointer())
+        data = []
+        for k, t in enumerate(arrays.types):
+            base = make_array(t)(context, builder, builder.extract_value(args[1], k)).data
+            off = context.cast(builder, builder.extract_value(args[2], k), offsets.types[k],
+                               types.int64)
+            data.append(builder.gep(base, [off], inbounds=True))
+        values = [builder.extract_value(args[3], k) for k in range(len(scalars.types))]
+        return builder.call(fn, data + values)
+    return sig, codegen
+
+
+def c_float64(t) -> bool:
+    """Whether the Numba type ``t`` is a C-contiguous float64 array (what :func:`call` passes)."""
+    return isinstance(t, types.Array) and t.layout == "C" and t.dtype == types.float64

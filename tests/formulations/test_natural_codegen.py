@@ -1,0 +1,129 @@
+"""Generated constraint code of the natural formulation (kinedyn.formulations.natural.codegen)
+against the loops it unrolls: Phi with Phi_q, Phi, Phi_t and gamma equal to the bit on every
+library model and on test models with every joint, driver and equation kind (planar and
+spatial), for all rows and for row subsets in any order; the size limit, the switch and the
+disk cache; and a kinematic run that is the same trajectory with and without the code."""
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+import pytest
+
+from kinedyn import _llvm
+from kinedyn.formulations import protocol
+from kinedyn.formulations.natural import Natural, codegen
+from kinedyn.formulations.natural.layout import ANGLE
+from kinedyn.kinematics import Kinematics
+from kinedyn.models import MODELS, get
+
+from .catalog import all_kinds_planar, all_kinds_spatial
+
+BUILDERS = {**{n: (lambda n=n: get(n)) for n in MODELS},
+            "all-kinds-3d": all_kinds_spatial, "all-kinds-2d": all_kinds_planar}
+
+
+@nb.njit(cache=True)
+def evaluate(data, work, q, qd, t, rows, phi, values, phi_alone, phi_t, gamma):
+    """The four generated functions' protocol calls (each one or its loops)."""
+    protocol.calc_phi_and_phi_q(data, work, q, t, rows, phi, values)
+    protocol.calc_phi(data, work, q, t, rows, phi_alone)
+    protocol.calc_phi_t(data, work, q, t, rows, phi_t)
+    protocol.calc_gamma(data, work, q, qd, t, rows, gamma)
+
+
+def outputs(f, selection, q, qd, t):
+    """(phi, Jacobian entries of the rows, phi again, phi_t, gamma) through ``selection``."""
+    n, D = len(selection.rows), f.data
+    phi, alone, pt, gam = (np.full(n, np.nan) for _ in range(4))
+    values = np.full(len(D.jac_indices), np.nan)
+    evaluate(D, f.make_work(), q, qd, t, selection, phi, values, alone, pt, gam)
+    entries = np.concatenate([np.arange(D.jac_indptr[r], D.jac_indptr[r + 1])
+                              for r in selection.rows])
+    return phi, values[entries], alone, pt, gam
+
+
+def assert_same(f, selection, rng):
+    assert selection.code.all(), "expected generated code for these rows"
+    loops = selection._replace(code=codegen.NO_CODE)
+    for trial in range(3):  # near the assembly and far from it, several times
+        q = f.q0 + (0.05 if trial == 0 else 1.0) * rng.standard_normal(f.n_q)
+        qd = rng.standard_normal(f.n_q)
+        t = 0.37 + trial
+        for a, b, what in zip(outputs(f, selection, q, qd, t), outputs(f, loops, q, qd, t),
+                              ("phi", "phi_q", "phi alone", "phi_t", "gamma")):
+            assert np.isfinite(a).all(), what
+            np.testing.assert_array_equal(a, b, err_msg=what)
+
+
+@pytest.mark.parametrize("name", list(BUILDERS))
+def test_generated_code_equals_the_loops_bit_for_bit(name):
+    f = Natural(BUILDERS[name]().compile())
+    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    assert_same(f, f.row_selection(np.arange(f.n_c)), rng)
+    if f.n_c > 2:  # a subset in another order (a structural group's rows are not sorted)
+        rows = rng.permutation(f.n_c)[: max(2, f.n_c // 2)]
+        assert_same(f, f.row_selection(rows), rng)
+
+
+def test_the_models_cover_every_equation_kind_in_two_and_three_dimensions():
+    kinds = {}
+    for build in (all_kinds_planar, all_kinds_spatial):
+        f = Natural(build().compile())
+        kinds[f.dim] = set(np.unique(f.data.con_kind).tolist())
+    assert kinds[2] == kinds[3] == {0, 1, ANGLE}
+
+
+def test_large_row_sets_and_the_switch_keep_the_loops(monkeypatch):
+    f = Natural(get("four-bar").compile())
+    rows = np.arange(f.n_c)
+    assert f.row_selection(rows).code.all()
+    monkeypatch.setattr(codegen, "LIMIT", codegen.work(f.data, rows) - 1)
+    assert not f.row_selection(rows).code.any()
+    monkeypatch.undo()
+    monkeypatch.setenv(codegen.SWITCH, "0")
+    assert not f.row_selection(rows).code.any()
+
+
+def test_rows_are_split_into_functions_of_bounded_size(monkeypatch):
+    """Large sets are compiled as several functions (compile time), with the same results."""
+    f = Natural(get("stewart-paper").compile())
+    monkeypatch.setattr(codegen, "CHUNK", 40)
+    text = codegen.module_ir(f.data, np.arange(f.n_c))
+    assert text.count("define internal") >= 4 * 5
+    assert_same(f, f.row_selection(np.arange(f.n_c)), np.random.default_rng(3))
+
+
+def test_object_code_is_cached_on_disk(monkeypatch, tmp_path):
+    monkeypatch.setenv("KINEDYN_CACHE", str(tmp_path))
+    monkeypatch.setattr(_llvm, "_ENGINES", {})
+    f = Natural(get("slider-crank").compile())
+    rows = np.arange(f.n_c)
+    first = f.row_selection(rows)
+    files = list((tmp_path / "natural").glob("*.o"))
+    assert len(files) == 1 and files[0].stat().st_size > 0
+    monkeypatch.setattr(_llvm, "_ENGINES", {})  # a new process: loaded, not compiled
+    again = f.row_selection(rows)
+    assert list((tmp_path / "natural").glob("*.o")) == files
+    rng = np.random.default_rng(4)
+    q, qd = f.q0 + 0.1 * rng.standard_normal(f.n_q), rng.standard_normal(f.n_q)
+    for a, b in zip(outputs(f, first, q, qd, 0.2), outputs(f, again, q, qd, 0.2)):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("strategy", ["global", "groups"])
+def test_a_kinematic_run_is_the_same_with_and_without_the_code(monkeypatch, strategy):
+    """The paper's Stewart platform, paper step and converged: the same trajectory to the bit
+    (the generated code rounds as the loops do)."""
+    model = get("stewart-paper").compile()
+    runs = []
+    for switch in ("1", "0"):
+        monkeypatch.setenv(codegen.SWITCH, switch)
+        for fixed in (True, False):
+            kin = Kinematics(model, solver="sparse", strategy=strategy, fixed_iterations=fixed,
+                             max_iter=1 if fixed else 20)
+            plan = kin.plan if strategy == "global" else kin.engine.plans[1]
+            assert bool(plan.select.code.all()) == (switch == "1")
+            runs.append(kin.simulate(0.3, 0.01))
+    for a, b in zip(runs[:2], runs[2:]):
+        for x, y in ((a.q, b.q), (a.qd, b.qd), (a.qdd, b.qdd)):
+            np.testing.assert_array_equal(x, y)
