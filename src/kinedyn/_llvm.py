@@ -112,7 +112,10 @@ def compile_module(text: str, names: tuple, folder: str) -> np.ndarray:
                                     llvm.get_host_cpu_features().flatten(),
                                     *names]).encode()).hexdigest()
     if key not in _ENGINES:
-        _ENGINES[key] = _load(cache_root() / folder / f"{key[:32]}.o", text, names, machine)
+        loaded = _load(cache_root() / folder / f"{key[:32]}.o", text, names, machine)
+        # two threads compiling the same module: the first engine stored is the one whose
+        # addresses are handed out (replacing it would free code that is in use)
+        _ENGINES.setdefault(key, loaded)
     return _ENGINES[key][1]
 
 

@@ -1,0 +1,31 @@
+"""kinedyn._llvm: generated functions compiled once, loaded from the disk cache, and never
+freed while their addresses are in use (two threads compiling the same module)."""
+from __future__ import annotations
+
+from kinedyn import _llvm
+
+TEXT = """define i64 @seven(ptr noalias %x) {
+entry:
+  store double 7.0, ptr %x, align 8
+  ret i64 0
+}"""
+
+
+def test_a_module_compiled_twice_at_once_hands_out_one_engines_addresses(monkeypatch, tmp_path):
+    """While one caller compiles, another compiles the same module and stores its engine first:
+    the first caller must return the stored engine's addresses, not those of its own engine,
+    which is dropped (and its code freed)."""
+    monkeypatch.setenv("KINEDYN_CACHE", str(tmp_path))
+    monkeypatch.setattr(_llvm, "_ENGINES", {})
+    load, inner = _llvm._load, []
+
+    def racing_load(*args):
+        if not inner:  # the other thread, finishing first
+            inner.append(None)
+            inner[0] = _llvm.compile_module(TEXT, ("seven",), "test")
+        return load(*args)
+    monkeypatch.setattr(_llvm, "_load", racing_load)
+    outer = _llvm.compile_module(TEXT, ("seven",), "test")
+    (stored,) = _llvm._ENGINES.values()
+    assert list(outer) == list(inner[0]) == list(stored[1])
+    assert len(list((tmp_path / "test").glob("*.o"))) == 1
