@@ -48,6 +48,7 @@ class Function:
                 else f"define i64 {signature}")
         self.lines = [f"{head} {{", "entry:"]
         self.count = 0
+        self.inputs: dict = {}  # (array, index) -> SSA value (see read)
 
     def value(self, instruction: str) -> str:
         self.count += 1
@@ -59,6 +60,12 @@ class Function:
         p = self.value(f"getelementptr inbounds double, ptr {array}, i64 {int(i)}")
         return self.value(f"load double, ptr {p}, align 8")
 
+    def read(self, array: str, i) -> str:
+        """``array[i]`` of an array the function only reads: loaded once, at first use."""
+        if (array, int(i)) not in self.inputs:
+            self.inputs[array, int(i)] = self.load(array, i)
+        return self.inputs[array, int(i)]
+
     def store(self, array: str, i, v: str) -> None:
         p = self.value(f"getelementptr inbounds double, ptr {array}, i64 {int(i)}")
         self.lines.append(f"  store double {v}, ptr {p}, align 8")
@@ -68,6 +75,9 @@ class Function:
 
     def sub(self, a: str, b: str) -> str:
         return self.value(f"fsub double {a}, {b}")
+
+    def neg(self, a: str) -> str:
+        return self.value(f"fneg double {a}")
 
     def mul(self, a: str, b: str) -> str:
         return self.value(f"fmul double {a}, {b}")
@@ -93,6 +103,31 @@ class Function:
         return "\n".join(self.lines + ["}"])
 
 
+def pointers(args) -> str:
+    """A signature's arguments: the named pointers, none aliasing another."""
+    return ", ".join(f"ptr noalias {a}" for a in args)
+
+
+def part(name: str, args, k: int, n_parts: int) -> Function:
+    """Part ``k`` of ``n_parts`` of the function ``@name(args)`` (see :func:`in_parts`): the
+    function itself when there is one part (no call in between)."""
+    if n_parts == 1:
+        return Function(f"@{name}({pointers(args)})")
+    return Function(f"@{name}.{k}({pointers(args)})", internal=True)
+
+
+def in_parts(name: str, args, n_parts: int) -> str:
+    """``@name(args)`` calling its parts ``@name.0`` to ``@name.{n_parts - 1}`` (:func:`part`)
+    in order, or nothing when there is one part: LLVM's code generation takes time more than
+    proportional to a function's size, so long straight-line code is cut into parts."""
+    if n_parts == 1:
+        return ""
+    typed = ", ".join(f"ptr {a}" for a in args)
+    calls = [f"  %c{k} = call i64 @{name}.{k}({typed})" for k in range(n_parts)]
+    return "\n".join([f"define i64 @{name}({pointers(args)}) {{", "entry:", *calls,
+                      "  ret i64 0", "}"])
+
+
 def _target_machine():
     """LLVM's code generator for this CPU (its features: AVX-512 where the host has it); a new
     one for every engine, which owns and frees it."""
@@ -106,28 +141,28 @@ def compile_module(text: str, names: tuple, folder: str) -> np.ndarray:
     """The addresses (int64) of the functions ``names`` of the IR module ``text``, compiled
     once per process and cached on disk under ``folder`` of the cache root. Raises
     ``RuntimeError`` when LLVM refuses the IR."""
-    machine = _target_machine()
-    key = hashlib.sha256("\n".join([text, llvmlite.__version__, machine.triple,
+    llvm.initialize_native_target()
+    key = hashlib.sha256("\n".join([text, llvmlite.__version__, llvm.get_default_triple(),
                                     llvm.get_host_cpu_name(),
                                     llvm.get_host_cpu_features().flatten(),
                                     *names]).encode()).hexdigest()
     if key not in _ENGINES:
-        loaded = _load(cache_root() / folder / f"{key[:32]}.o", text, names, machine)
+        loaded = _load(cache_root() / folder / f"{key[:32]}.o", text, names)
         # two threads compiling the same module: the first engine stored is the one whose
         # addresses are handed out (replacing it would free code that is in use)
         _ENGINES.setdefault(key, loaded)
     return _ENGINES[key][1]
 
 
-def _load(path, text: str, names: tuple, machine):
+def _load(path, text: str, names: tuple):
     """(engine, addresses) for the IR ``text``: its object code read from ``path`` or compiled
-    by ``machine`` and saved there, then loaded into an MCJIT engine of its own."""
+    and saved there, then loaded into an MCJIT engine of its own."""
     try:
         obj = path.read_bytes()
     except OSError:
         module = llvm.parse_assembly(text)
         module.verify()
-        obj = machine.emit_object(module)
+        obj = _target_machine().emit_object(module)
         _save(path, obj)
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))

@@ -22,10 +22,14 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from numba.extending import overload
+
 from .._jit import INLINED
+from .._llvm import c_float64, call
 from .._memory import resident_zeros
 from .._unmanaged import unmanaged
 from ..formulations import protocol
+from .coupling import compile_coupling
 
 OK, SINGULAR, REPIVOT, NO_CONVERGENCE, LOST = 0, 1, 2, 3, 4
 DIVERGENCE = 1e3  # residual growth factor that means loss of assembly
@@ -43,6 +47,7 @@ class Plan(NamedTuple):
     coupling_col: np.ndarray
     coupling_row: np.ndarray  # local row (0..n-1)
     select: object            # the rows as the formulation's kernels take them (see make_plan)
+    couple_code: int          # address of the coupling product's code, 0: the loop (couple)
 
 
 class PlanWork(NamedTuple):
@@ -70,7 +75,7 @@ def make_plan(f, rows, cols) -> Plan:
     # unsigned: Numba indexes with them without a negative-index test (couple's loop)
     ix = lambda x: np.array(x, np.uint32)  # noqa: E731
     select = f.row_selection(rows) if hasattr(f, "row_selection") else rows
-    return Plan(rows, cols, ix(pos), ix(col), ix(row), select)
+    return Plan(rows, cols, ix(pos), ix(col), ix(row), select, compile_coupling(pos, col, row))
 
 
 def make_plan_work(plan: Plan, nnz: int) -> PlanWork:
@@ -199,9 +204,30 @@ def velocity_rhs(data, work, plan, values, q, qd, t, out):
     couple(plan, values, qd, out)
 
 
+def _coupled(plan, values, x, out):
+    """Run the plan's generated coupling product (:mod:`.coupling`): True; or False when it
+    has none or an array is not C-contiguous float64 (the caller runs the loop)."""
+
+
+@overload(_coupled, jit_options=protocol.JIT, inline="always")
+def _ov_coupled(plan, values, x, out):
+    if not all(c_float64(a) for a in (values, x, out)):
+        return lambda plan, values, x, out: False
+
+    def impl(plan, values, x, out):
+        if plan.couple_code == 0:
+            return False
+        call(plan.couple_code, (values, x, out), (0, 0, 0), ())
+        return True
+    return impl
+
+
 @nb.njit(**_STEP)
 def couple(plan, values, x, out):
-    """out -= Phi_h x: the coupling of the plan's rows to the known coordinates."""
+    """out -= Phi_h x: the coupling of the plan's rows to the known coordinates (generated
+    code where the plan has it, :mod:`.coupling`)."""
+    if _coupled(plan, values, x, out):
+        return
     for k in range(plan.coupling_pos.shape[0]):
         out[plan.coupling_row[k]] -= values[plan.coupling_pos[k]] * x[plan.coupling_col[k]]
 

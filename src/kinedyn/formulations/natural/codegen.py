@@ -34,7 +34,7 @@ import warnings
 
 import numpy as np
 
-from ..._llvm import Function, compile_module, constant
+from ..._llvm import Function, compile_module, constant, in_parts, part
 from .layout import ANGLE, DOT, LINEAR
 
 #: code slots of a RowSet: addresses of its four functions (0: use the loops)
@@ -49,14 +49,12 @@ SWITCH = "KINEDYN_NATURAL_CODEGEN"  # "0": row sets made from now on use the loo
 class _Rows:
     """Emits the code of one function over the rows of a RowSet."""
 
-    def __init__(self, data, signature: str, internal: bool = False):
+    def __init__(self, data, f: Function):
         self.data = data
         self.d = int(data.dim)
-        self.f = Function(signature, internal)
+        self.f = f
         self.values = {}  # entity id -> SSA components (with constants, from q)
         self.rates = {}   # entity id -> SSA components (without, from qd)
-        self.fvals = {}   # (function, order) -> SSA value
-        self.inputs = {}  # (array, index) -> SSA value of a coordinate or rate
 
     # ---- arithmetic with constant coefficients (None stands for an exact zero) ---------------
     def scaled(self, c: float, v: str | None) -> str | None:
@@ -65,7 +63,7 @@ class _Rows:
         if c == 1.0:
             return v
         if c == -1.0:
-            return self.f.value(f"fneg double {v}")
+            return self.f.neg(v)
         return self.f.mul(constant(c), v)
 
     def plus(self, a: str | None, b: str | None) -> str | None:
@@ -77,7 +75,7 @@ class _Rows:
         if b is None:
             return a
         if a is None:
-            return self.f.value(f"fneg double {b}")
+            return self.f.neg(b)
         return self.f.sub(a, b)
 
     def times(self, a: str | None, b: str | None) -> str | None:
@@ -89,16 +87,7 @@ class _Rows:
     # ---- inputs ------------------------------------------------------------------------------
     def fval(self, fid: int, order: int) -> str | None:
         """Function ``fid``'s derivative of ``order`` at the current time (None: no function)."""
-        if fid < 0:
-            return None
-        if (fid, order) not in self.fvals:
-            self.fvals[fid, order] = self.f.load("%fval", 3 * fid + order)
-        return self.fvals[fid, order]
-
-    def load(self, array: str, i: int) -> str:
-        if (array, i) not in self.inputs:
-            self.inputs[array, i] = self.f.load(array, i)
-        return self.inputs[array, i]
+        return None if fid < 0 else self.f.read("%fval", 3 * fid + order)
 
     def entity(self, e: int, rate: bool) -> list:
         """Entity e's components from q (with its constant) or its rate from qd (without)."""
@@ -109,7 +98,7 @@ class _Rows:
             for t in range(D.ent_start[e], D.ent_start[e + 1]):
                 o = d * int(D.ent_block[t])
                 a, b = float(D.ent_alpha[t]), float(D.ent_beta[t]) if d == 2 else 0.0
-                xs = [self.load(x, o + k) for k in range(d)]
+                xs = [self.f.read(x, o + k) for k in range(d)]
                 if d == 2:  # (a I + b J) x with J the rotation by +90 degrees
                     comps[0] = self.plus(comps[0], self.minus(self.scaled(a, xs[0]),
                                                               self.scaled(b, xs[1])))
@@ -213,7 +202,7 @@ class _Rows:
         fn = D.con_fn[r]
         f1 = self.fval(int(fn[0]), 1)
         if int(D.con_kind[r]) != ANGLE:
-            v = self.f.value(f"fneg double {self.real(f1)}")
+            v = self.f.neg(self.real(f1))
         else:
             ev = self.row_entities(r)
             v = self.minus(self.times(f1, self.dot(ev[0], ev[1])),
@@ -267,26 +256,21 @@ def module_ir(data, rows) -> str:
     chunks = np.split(np.arange(len(rows)), np.flatnonzero(np.diff(sizes // CHUNK)) + 1)
     texts = []
     for name, args, emit in (
-            ("phi_jac", "%q, %fval, %phi, %values", ("phi", "jacobian")),
-            ("phi", "%q, %fval, %phi", ("phi",)),
-            ("phi_t", "%q, %fval, %out", ("phi_t",)),
-            ("gamma", "%q, %qd, %fval, %out", ("gamma",))):
-        sig = ", ".join(f"ptr noalias {a}" for a in args.split(", "))
-        typed = ", ".join(f"ptr {a}" for a in args.split(", "))
-        calls = []
+            ("phi_jac", ("%q", "%fval", "%phi", "%values"), ("phi", "jacobian")),
+            ("phi", ("%q", "%fval", "%phi"), ("phi",)),
+            ("phi_t", ("%q", "%fval", "%out"), ("phi_t",)),
+            ("gamma", ("%q", "%qd", "%fval", "%out"), ("gamma",))):
         for k, chunk in enumerate(chunks):
-            g = _Rows(data, f"@{name}.{k}({sig})", internal=True)
+            g = _Rows(data, part(name, args, k, len(chunks)))
             for i in chunk:
                 r = int(rows[i])
-                for part in emit:
-                    if part == "jacobian":
+                for kind in emit:
+                    if kind == "jacobian":
                         g.jacobian(r)
                     else:
-                        getattr(g, part)(int(i), r)
+                        getattr(g, kind)(int(i), r)
             texts.append(g.f.end())
-            calls.append(f"  %c{k} = call i64 @{name}.{k}({typed})")
-        texts.append("\n".join([f"define i64 @{name}({sig}) {{", "entry:", *calls,
-                                 "  ret i64 0", "}"]))
+        texts.append(in_parts(name, args, len(chunks)))
     return "\n".join(texts)
 
 
