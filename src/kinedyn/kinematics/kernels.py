@@ -21,7 +21,6 @@ from typing import NamedTuple
 
 import numba as nb
 import numpy as np
-
 from numba.extending import overload
 
 from .._jit import INLINED
