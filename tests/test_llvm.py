@@ -2,6 +2,8 @@
 freed while their addresses are in use (two threads compiling the same module)."""
 from __future__ import annotations
 
+import pytest
+
 from kinedyn import _llvm
 
 TEXT = """define i64 @seven(ptr noalias %x) {
@@ -29,3 +31,14 @@ def test_a_module_compiled_twice_at_once_hands_out_one_engines_addresses(monkeyp
     (stored,) = _llvm._ENGINES.values()
     assert list(outer) == list(inner[0]) == list(stored[1])
     assert len(list((tmp_path / "test").glob("*.o"))) == 1
+
+
+def test_ir_that_llvm_refuses_gives_a_warning_naming_the_code_and_no_addresses(tmp_path,
+                                                                              monkeypatch):
+    monkeypatch.setenv("KINEDYN_CACHE", str(tmp_path))
+    bad = TEXT.replace("ret i64 0", "ret i64 %undefined")
+    with pytest.warns(RuntimeWarning, match=r"the seven kernel: no generated code \(LLVM: .*"
+                                            r"undefined.*using the loops"):
+        assert _llvm.compile_or_warn(bad, ("seven",), "test", "the seven kernel") is None
+    assert list(_llvm.compile_or_warn(TEXT, ("seven",), "test", "the seven kernel")) == \
+        list(_llvm.compile_module(TEXT, ("seven",), "test"))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 import struct
 
 import llvmlite
@@ -152,6 +153,19 @@ def compile_module(text: str, names: tuple, folder: str) -> np.ndarray:
         # addresses are handed out (replacing it would free code that is in use)
         _ENGINES.setdefault(key, loaded)
     return _ENGINES[key][1]
+
+
+def compile_or_warn(text: str, names: tuple, folder: str, subject: str):
+    """:func:`compile_module`, or None after a ``RuntimeWarning`` naming ``subject`` when LLVM
+    refuses the IR: every generated function here has a loop that does the same arithmetic,
+    so the caller keeps its loops and the run goes on."""
+    try:
+        return compile_module(text, names, folder)
+    except RuntimeError as exc:   # LLVM's message spans lines (source, caret): made one line
+        warnings.warn(f"{subject}: no generated code (LLVM: {' '.join(str(exc).split())}); "
+                      "using the loops",
+                      RuntimeWarning, stacklevel=3)
+        return None
 
 
 def _load(path, text: str, names: tuple):

@@ -8,6 +8,7 @@ import numba as nb
 import numpy as np
 import pytest
 
+from kinedyn import _llvm
 from kinedyn.kinematics import Kinematics, coupling
 from kinedyn.kinematics import kernels as K
 from kinedyn.models import get
@@ -92,6 +93,6 @@ def test_when_plans_get_code(monkeypatch):
 def test_llvm_refusal_falls_back_to_the_loop(monkeypatch):
     def refuse(*args):
         raise RuntimeError("bad IR")
-    monkeypatch.setattr(coupling, "compile_module", refuse)
+    monkeypatch.setattr(_llvm, "compile_module", refuse)
     with pytest.warns(RuntimeWarning, match="using the loop"):
         assert coupling.compile_coupling([0], [1], [0]) == 0

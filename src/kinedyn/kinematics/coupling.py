@@ -13,9 +13,8 @@ runs of 4000 paper steps, nine rounds, idle AMD EPYC): the products cost the gro
 from __future__ import annotations
 
 import os
-import warnings
 
-from .._llvm import compile_module, in_parts, part
+from .._llvm import compile_or_warn, in_parts, part
 
 ARGS = ("%values", "%x", "%out")
 CHUNK = 1024   # entries per generated function (LLVM's time grows faster than a function)
@@ -49,9 +48,6 @@ def compile_coupling(pos, col, row) -> int:
     the IR."""
     if len(pos) == 0 or len(pos) > LIMIT or os.environ.get(SWITCH, "1") == "0":
         return 0
-    try:
-        return int(compile_module(module_ir(pos, col, row), ("couple",), "coupling")[0])
-    except RuntimeError as exc:
-        warnings.warn(f"no generated code for a coupling product of {len(pos)} entries "
-                      f"(LLVM: {exc}); using the loop", RuntimeWarning, stacklevel=2)
-        return 0
+    code = compile_or_warn(module_ir(pos, col, row), ("couple",), "coupling",
+                           f"a coupling product of {len(pos)} entries")
+    return 0 if code is None else int(code[0])

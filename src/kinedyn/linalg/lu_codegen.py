@@ -24,11 +24,10 @@ functions through their addresses (:func:`kinedyn._llvm.call`).
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
-from .._llvm import HEADER, Function, compile_module
+from .._llvm import HEADER, Function, compile_or_warn
 
 LIMIT = 12000  # largest pattern work (updates + L\U entries) that gets generated code
 TOTAL_LIMIT = 100000  # largest work of the codes one thread runs per step (sparse.with_codes)
@@ -125,10 +124,6 @@ def compile_solver(solver) -> np.ndarray:
     functions (int64), or :data:`NO_CODE` (zeros: use the loops) when LLVM refuses the IR.
     Whether a pattern gets code at all (its work against ``LIMIT``, the
     ``KINEDYN_SPARSE_CODEGEN`` switch) is decided by :func:`.sparse.with_code`."""
-    try:
-        addresses = compile_module(module_ir(solver), ("factorize", "solve", "solve_pair"), "lu")
-    except RuntimeError as exc:  # LLVM refused: the loops do the same arithmetic
-        warnings.warn(f"sparse LU: no generated code for a {solver.n} x {solver.n} pattern "
-                      f"(LLVM: {exc}); using the loops", RuntimeWarning, stacklevel=2)
-        return NO_CODE
-    return np.concatenate([addresses, [0, 0]])
+    addresses = compile_or_warn(module_ir(solver), ("factorize", "solve", "solve_pair"), "lu",
+                                f"sparse LU of a {solver.n} x {solver.n} pattern")
+    return NO_CODE if addresses is None else np.concatenate([addresses, [0, 0]])

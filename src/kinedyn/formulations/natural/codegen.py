@@ -30,11 +30,10 @@ and that table.
 from __future__ import annotations
 
 import os
-import warnings
 
 import numpy as np
 
-from ..._llvm import Function, compile_module, constant, in_parts, part
+from ..._llvm import Function, compile_or_warn, constant, in_parts, part
 from .layout import ANGLE, DOT, LINEAR
 
 #: code slots of a RowSet: addresses of its four functions (0: use the loops)
@@ -289,9 +288,6 @@ def compile_rows(data, rows) -> np.ndarray:
     LLVM refuses the IR."""
     if len(rows) == 0 or work(data, rows) > LIMIT or os.environ.get(SWITCH, "1") == "0":
         return NO_CODE
-    try:
-        return compile_module(module_ir(data, rows), NAMES, "natural")
-    except RuntimeError as exc:
-        warnings.warn(f"natural coordinates: no generated code for {len(rows)} equations "
-                      f"(LLVM: {exc}); using the loops", RuntimeWarning, stacklevel=2)
-        return NO_CODE
+    code = compile_or_warn(module_ir(data, rows), NAMES, "natural",
+                           f"natural coordinates, {len(rows)} equations")
+    return NO_CODE if code is None else code
