@@ -80,10 +80,13 @@ def test_embedded_and_stabilized_dynamics_c_equal_numba():
     pairs = [(nb, cc), (StabilizedDynamics(nb, "baumgarte", alpha=5, beta=5),
                         StabilizedDynamics(cc, "baumgarte", alpha=5, beta=5)),
              (StabilizedDynamics(nb, "penalty"), StabilizedDynamics(cc, "penalty"))]
+    # the Numba kernels fuse multiply-adds (codegen's fastmath "contract"), gcc -O2 for the
+    # generic x86-64 does not: each evaluation differs in the last bits, and 1000 Euler steps
+    # of the penalty formulation (condition ~ rho) grow that to 9e-13 (1e-15 for the others)
     for a_dyn, c_dyn in pairs:
         a, b = a_dyn.simulate(1.0, 1e-3), c_dyn.simulate(1.0, 1e-3)
         for name in [*a.names("coordinate.*"), "energy"]:
-            assert _close(b.channel(name), a.channel(name)), (a_dyn, name)
+            assert _close(b.channel(name), a.channel(name), tol=1e-11), (a_dyn, name)
 
 
 def test_no_compiler_warns_and_falls_back_to_numba(monkeypatch):

@@ -13,7 +13,8 @@ its velocity and its acceleration term, then
 
     (B^T M B) qdd_i = B^T (F - M z)                                           (2.28)
 
-through M's nonzero pattern and one Cholesky factorisation of the f x f matrix. The generated
+as straight-line code over M's nonzero pattern (:mod:`.projection`) and one Cholesky
+factorisation of the f x f matrix. The generated
 part is three kernels with one global CSE each (thesis section 3.4.2):
 
 * ``trig(q, sc)``: the sine and cosine of every angle coordinate, once per evaluation;
@@ -29,6 +30,7 @@ from __future__ import annotations
 import sympy as sp
 
 from .codegen import Kernel
+from .projection import projection_source
 
 
 def uncoupled(system, plan, Jq, max_size: int = 3) -> bool:
@@ -113,31 +115,34 @@ def blockwise_kernels(system, plan, M, F, qs, qds, sub, reads):
               f"MUP_I = np.array({[i for i, _ in nz]}, dtype=np.int64)\n"
               f"MUP_J = np.array({[j for _, j in nz]}, dtype=np.int64)\n"
               f"NBMAX_ = {nbmax}\n")
-    return kernels, header + BLOCKWISE
+    both = [(i, j, f"M[{e}]") for e, (i, j) in enumerate(nz)] + \
+        [(j, i, f"M[{e}]") for e, (i, j) in enumerate(nz) if i != j]
+    return kernels, header + BLOCKWISE + "\n\n" + projection_source(n, ind, both)
 
 
 BLOCKWISE = '''
 B_SLOT_ = 2   # where workspace() keeps B (influence())
+SC_SLOT_ = 10  # and the sines and cosines (residual())
 
 
 @njit(cache=True)
 def workspace():
-    """DET, DI, B, PT, z, MV, F, G, MB, Mz, A, rhs, sc (see embedded_rhs)."""
+    """DET, DI, B, PT, z, MV, F, G, A, rhs, sc (see embedded_rhs)."""
     nf = IND.shape[0]
     nd = BCOL.shape[0]
     B = np.zeros((NQ_, nf))
     for a in range(nf):
         B[IND[a], a] = 1.0
     return (np.zeros(BPTR.shape[0] - 1), np.zeros((nd, NBMAX_)), B, np.zeros(nd), np.zeros(NQ_),
-            np.zeros(MUP_I.shape[0]), np.zeros(NQ_), np.zeros(nd), np.zeros((NQ_, nf)),
-            np.zeros(NQ_), np.zeros((nf, nf)), np.zeros(nf), np.zeros(2 * NQ_))
+            np.zeros(MUP_I.shape[0]), np.zeros(NQ_), np.zeros(nd), np.zeros((nf, nf)),
+            np.zeros(nf), np.zeros(2 * NQ_))
 
 
 @njit(cache=True)
 def cholesky_solve(A, b):
     """A x = b for symmetric positive definite A (its lower Cholesky factor in place, by
     kinedyn.linalg.small; b becomes x); False if A is not positive definite."""
-    n = b.shape[0]
+    n = IND.shape[0]    # a compile-time constant: the loops are unrolled
     if cholesky_factor(A, n) >= 0:
         return False
     cholesky_substitute(A, n, b)
@@ -148,7 +153,7 @@ def cholesky_solve(A, b):
 def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
     """(B^T M B) qdd_i = B^T (F - M z) (eq. 2.28), block by block; q, qd: independent parts
     in, full out. Returns the position iterations, -1 on failure."""
-    DET, DI, B, PT, z, MV, F, G, MB, Mz, A, rhs, sc = ws
+    DET, DI, B, PT, z, MV, F, G, A, rhs, sc = ws
     it = position(mode, q, t, tol, max_iter)
     if it < 0:
         return -1
@@ -174,18 +179,7 @@ def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
             for b in range(s0, s1):
                 v += DI[a, b - s0] * G[b]
             z[BCOL[a]] = v
-    MB[:, :] = 0.0
-    Mz[:] = 0.0
-    for e in range(MUP_I.shape[0]):        # M B, M z (upper storage)
-        i, j, m = MUP_I[e], MUP_J[e], MV[e]
-        Mz[i] += m * z[j]
-        for c in range(nf):
-            MB[i, c] += m * B[j, c]
-        if i != j:
-            Mz[j] += m * z[i]
-            for c in range(nf):
-                MB[j, c] += m * B[i, c]
-    projected_system(B, MB, Mz, F, A, rhs)
+    project(B, z, MV, F, A, rhs)           # B^T M B, B^T (F - M z) (kinedyn.symbolic.projection)
     if not cholesky_solve(A, rhs):
         return -1
     accelerations(B, z, rhs, qd, qdd, qi_dot, qi_ddot)
@@ -204,5 +198,5 @@ def kinetic_energy(qd, ws):
 
 @njit(cache=True)
 def residual(q, t, r, ws):
-    phi_sc(q, ws[12], t, r)
+    phi_sc(q, ws[SC_SLOT_], t, r)
 '''

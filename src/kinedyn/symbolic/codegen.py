@@ -382,8 +382,10 @@ _NJIT = '''
 def njit(*args, **options):
     """IEEE division (inf, nan) as in the C kernels: a closed form past a limit position
     divides by its vanished root, and the run's residual and NaN checks then name the step,
-    where Python's error model raised ZeroDivisionError out of the compiled run."""
-    return numba.njit(*args, error_model="numpy", **options)
+    where Python's error model raised ZeroDivisionError out of the compiled run. A product
+    added to a sum may become one fused multiply-add (``contract``: one rounding instead of
+    two, nothing reordered): the Gough-Stewart's embedded step 1.65 -> 1.54 us."""
+    return numba.njit(*args, error_model="numpy", fastmath={"contract"}, **options)
 '''
 
 

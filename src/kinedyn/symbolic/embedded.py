@@ -28,6 +28,7 @@ from .codegen import Kernel
 from .equations import T, PlanarEquations, _function_expr, _vec
 from .spatial import spatial_mass_and_forces
 from .blockwise import blockwise_kernels, uncoupled
+from .projection import projection_source
 from .kernels import _reads, coordinate_symbols, generate
 from .triangular import make_plan
 
@@ -166,7 +167,8 @@ class EmbeddedDynamics:
             source += (f"MNZ_I = np.array({[i for i, _ in nz]}, dtype=np.int64)\n"
                        f"MNZ_J = np.array({[j for _, j in nz]}, dtype=np.int64)\n" + _SOLVE_SMALL)
         if not self.blockwise:
-            source += _GENERAL
+            source += _GENERAL + "\n\n" + projection_source(
+                n, eqs.independent, [(i, j, f"M[{i}, {j}]") for i, j in nz])
         if record is None:
             source += _NO_RECORD
         self.generated = generate(eqs, self.plan, name=f"{model.name}_embedded",
@@ -389,7 +391,7 @@ def workspace():
     nf = IND.shape[0]
     return (np.zeros((NC_, NQ_)), np.zeros(NC_), np.zeros((NC_, nf + 1)), np.zeros((NQ_, nf + 1)),
             np.zeros((NQ_, nf)), np.zeros(NQ_), np.zeros((NQ_, NQ_)), np.zeros(NQ_),
-            np.zeros((NQ_, nf)), np.zeros((nf, nf)), np.zeros(nf), np.zeros(NQ_))
+            np.zeros((nf, nf)), np.zeros(nf))
 
 
 @njit(cache=True)
@@ -397,8 +399,8 @@ def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
     """(B^T M B) qdd_i = B^T (F - M z) (eq. 2.28); q, qd: independent parts in, full out.
 
     Phi_d is LU-factorised block by block (the plan's loops / legs) once and used for qd_d,
-    the columns of B and z = B' qd_i + C'; M is used through its nonzero pattern (MNZ)."""
-    J, pt, R, X, B, z, M, F, MB, A, rhs, Mz = ws
+    the columns of B and z = B' qd_i + C'; M is used through its nonzero pattern."""
+    J, pt, R, X, B, z, M, F, A, rhs = ws
     it = position(mode, q, t, tol, max_iter)
     if it < 0:
         return -1
@@ -419,15 +421,7 @@ def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
     M[:, :] = 0.0
     mass(q, M)
     forces(q, qd, t, F)
-    MB[:, :] = 0.0
-    Mz[:] = 0.0
-    for e in range(MNZ_I.shape[0]):
-        i, j = MNZ_I[e], MNZ_J[e]
-        m = M[i, j]
-        Mz[i] += m * z[j]
-        for a in range(nf):
-            MB[i, a] += m * B[j, a]
-    projected_system(B, MB, Mz, F, A, rhs)
+    project(B, z, M, F, A, rhs)     # B^T M B, B^T (F - M z) (kinedyn.symbolic.projection)
     solve_small(A, rhs)
     accelerations(B, z, rhs, qd, qdd, qi_dot, qi_ddot)
     return it
@@ -454,25 +448,6 @@ def record_outputs(q, qd, out):
 '''
 
 _EMBEDDED = '''
-@njit(cache=True, forceinline=True, no_cpython_wrapper=True,
-      no_cfunc_wrapper=True)   # inlined by LLVM into embedded_rhs (see kinedyn._jit)
-def projected_system(B, MB, Mz, F, A, rhs):
-    """A = B^T M B and rhs = B^T (F - M z) of eq. 2.28 from MB = M B and Mz = M z (A is
-    symmetric: its upper triangle is computed and mirrored)."""
-    nf = IND.shape[0]   # a compile-time constant (B.shape[1] is not): 7 % of a Gough-Stewart step
-    for a in range(nf):
-        v = 0.0
-        for i in range(NQ_):
-            v += B[i, a] * (F[i] - Mz[i])
-        rhs[a] = v
-        for b in range(a, nf):
-            v = 0.0
-            for i in range(NQ_):
-                v += B[i, a] * MB[i, b]
-            A[a, b] = v
-            A[b, a] = v
-
-
 @njit(cache=True, forceinline=True, no_cpython_wrapper=True,
       no_cfunc_wrapper=True)   # inlined by LLVM into embedded_rhs (see kinedyn._jit)
 def accelerations(B, z, qdd_i, qd, qdd, qi_dot, qi_ddot):
