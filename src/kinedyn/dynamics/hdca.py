@@ -31,6 +31,7 @@ from ..formulations.hamiltonian import Hamiltonian, hdca_derivative
 from ..formulations.hamiltonian import natural_map as NM
 from ..formulations import protocol
 from ..formulations.hamiltonian.kernels import evaluate_state
+from ..io.angles import unwrap
 from ..io.results import Results
 from . import integrators as I
 
@@ -135,7 +136,7 @@ class HDCAResults(Results):
             ch[f"q.{name}_d"] = sign * self.qd[:, k]
             ch[f"p.{name}"] = sign * self.p[:, k]
         for b, name in enumerate(h.body_names):
-            ch[f"body.{name}.angle"] = np.unwrap(self.theta[:, b])
+            ch[f"body.{name}.angle"] = unwrap(self.theta[:, b])
         for k, v in self.energy.items():
             ch[f"energy.{k}"] = v
         if h.closed:

@@ -15,6 +15,7 @@ import numpy as np
 import sympy as sp
 
 from ..errors import AssemblyError, ConvergenceError, ModelError, UnknownNameError
+from ..io.angles import unwrap
 from ..io.results import Results
 from ..model.compiled import CompiledModel
 from .equations import ConstraintSystem, planar_coordinates
@@ -132,10 +133,8 @@ class TriangularKinematics:
 
 def _channels(system, Q, QD, QDD, res, it) -> dict:
     ch = {}
-    angles = [i for i, c in enumerate(system.coordinates) if c.angle]
-    unwrapped = dict(zip(angles, np.unwrap(Q[:, angles], axis=0).T))  # one call: 15 took 1.4 ms
     for i, c in enumerate(system.coordinates):
-        q = unwrapped.get(i, Q[:, i])
+        q = unwrap(Q[:, i]) if c.angle else Q[:, i]
         ch[f"coordinate.{c.name}"] = q
         ch[f"coordinate.{c.name}_d"] = QD[:, i]
         ch[f"coordinate.{c.name}_dd"] = QDD[:, i]
@@ -149,7 +148,7 @@ def _channels(system, Q, QD, QDD, res, it) -> dict:
         coef = np.array([float(sp.diff(expr, c.symbol)) for c in system.coordinates])
         const = float(expr.xreplace({c.symbol: 0 for c in system.coordinates}))
         name = system.model.body_name[b]
-        ch[f"body.{name}.angle"] = np.unwrap(Q @ coef + const)
+        ch[f"body.{name}.angle"] = unwrap(Q @ coef + const)
         ch[f"body.{name}.angle_d"] = QD @ coef
         ch[f"body.{name}.angle_dd"] = QDD @ coef
     ch["residual.position"] = res

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...io.angles import unwrap
 from ...model.rotations import AXES  # noqa: F401  (documented sequence letters)
 from .layout import ANGLE
 
@@ -73,7 +74,7 @@ def observables(f, Q: np.ndarray, QD: np.ndarray, QDD: np.ndarray) -> dict[str, 
         W = Rd @ np.swapaxes(R, 1, 2)
         A = Rdd @ np.swapaxes(R, 1, 2) - W @ W
         if d == 2:
-            out[f"body.{name}.angle"] = np.unwrap(np.arctan2(R[:, 1, 0], R[:, 0, 0]))
+            out[f"body.{name}.angle"] = unwrap(np.arctan2(R[:, 1, 0], R[:, 0, 0]))
             out[f"body.{name}.angle_d"] = W[:, 1, 0]
             out[f"body.{name}.angle_dd"] = A[:, 1, 0]
         else:
@@ -81,7 +82,7 @@ def observables(f, Q: np.ndarray, QD: np.ndarray, QDD: np.ndarray) -> dict[str, 
             pitch = np.arcsin(np.clip(-R[:, 2, 0], -1, 1))
             roll = np.arctan2(R[:, 2, 1], R[:, 2, 2])
             for label, ang in (("yaw", yaw), ("pitch", pitch), ("roll", roll)):
-                out[f"body.{name}.{label}"] = np.unwrap(ang)
+                out[f"body.{name}.{label}"] = unwrap(ang)
             for k, (i, j) in enumerate(((2, 1), (0, 2), (1, 0))):
                 out[f"body.{name}.omega_{comps[k]}"] = W[:, i, j]
                 out[f"body.{name}.alpha_{comps[k]}"] = A[:, i, j]
@@ -100,7 +101,7 @@ def observables(f, Q: np.ndarray, QD: np.ndarray, QDD: np.ndarray) -> dict[str, 
             else:
                 Tv, Td, Tdd = _trilinear(_triple, *trip)
             r2 = Dv * Dv + Tv * Tv
-            th = np.unwrap(np.arctan2(Tv, Dv))
+            th = unwrap(np.arctan2(Tv, Dv))
             thd = (Dv * Td - Tv * Dd) / r2
             thdd = (Dv * Tdd - Tv * Ddd) / r2 - 2 * thd * (Dv * Dd + Tv * Td) / r2
             value, rate, acc = th, thd, thdd

@@ -24,6 +24,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sps
 
+from ...io.angles import unwrap
 from ...model.compiled import CompiledModel
 from ...topology import Topology
 from ...topology.numbering import number_coordinates
@@ -196,13 +197,13 @@ class Relative:
                 out[f"body.{nm}.{ch}_dd"] = bm["origin_dd"][:, b, k]
             R = bm["R"][:, b]
             if d == 2:
-                out[f"body.{nm}.angle"] = np.unwrap(np.arctan2(R[:, 1, 0], R[:, 0, 0]))
+                out[f"body.{nm}.angle"] = unwrap(np.arctan2(R[:, 1, 0], R[:, 0, 0]))
                 out[f"body.{nm}.angle_d"] = bm["omega"][:, b, 2]
                 out[f"body.{nm}.angle_dd"] = bm["alpha"][:, b, 2]
             else:
-                out[f"body.{nm}.yaw"] = np.unwrap(np.arctan2(R[:, 1, 0], R[:, 0, 0]))
+                out[f"body.{nm}.yaw"] = unwrap(np.arctan2(R[:, 1, 0], R[:, 0, 0]))
                 out[f"body.{nm}.pitch"] = np.arcsin(np.clip(-R[:, 2, 0], -1, 1))
-                out[f"body.{nm}.roll"] = np.unwrap(np.arctan2(R[:, 2, 1], R[:, 2, 2]))
+                out[f"body.{nm}.roll"] = unwrap(np.arctan2(R[:, 2, 1], R[:, 2, 2]))
                 for k, ch in enumerate(comps):
                     out[f"body.{nm}.omega_{ch}"] = bm["omega"][:, b, k]
                     out[f"body.{nm}.alpha_{ch}"] = bm["alpha"][:, b, k]
