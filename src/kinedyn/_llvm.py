@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import warnings
 import struct
+import warnings
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -163,8 +163,7 @@ def compile_or_warn(text: str, names: tuple, folder: str, subject: str):
         return compile_module(text, names, folder)
     except RuntimeError as exc:   # LLVM's message spans lines (source, caret): made one line
         warnings.warn(f"{subject}: no generated code (LLVM: {' '.join(str(exc).split())}); "
-                      "using the loops",
-                      RuntimeWarning, stacklevel=3)
+                      "using the loops", RuntimeWarning, stacklevel=3)
         return None
 
 

@@ -24,7 +24,6 @@ functions through their addresses (:func:`kinedyn._llvm.call`).
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from .._llvm import HEADER, Function, compile_or_warn

@@ -14,8 +14,8 @@ its velocity and its acceleration term, then
     (B^T M B) qdd_i = B^T (F - M z)                                           (2.28)
 
 as straight-line code over M's nonzero pattern (:mod:`.projection`) and one Cholesky
-factorisation of the f x f matrix. The generated
-part is three kernels with one global CSE each (thesis section 3.4.2):
+factorisation of the f x f matrix. The generated part is three kernels with one global CSE
+each (thesis section 3.4.2):
 
 * ``trig(q, sc)``: the sine and cosine of every angle coordinate, once per evaluation;
 * ``dep_jac(q, sc, t, DET, DI, B, PT)``: per block det Phi_dk, Phi_dk^-1 and B_k (straight-line

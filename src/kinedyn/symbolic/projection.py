@@ -2,9 +2,9 @@
 
     A = B^T M B,    rhs = B^T (F - M z)
 
-with B = dq/dq_i (n x f) and z = B' q_i' + C' the velocity-independent acceleration. Two facts
-known when the module is generated make most of the work vanish, and writing the sums out as
-statements lets the compiler keep every partial result in a register:
+with B = dq/dq_i (n x f) and z = B' q_i' + C' the velocity-independent acceleration, written
+out as statements: no index arrays read, no scratch arrays zeroed, no loops. Two facts known
+when the module is generated remove most of the work:
 
 * M is used through its nonzero pattern only (block diagonal per body or leg in the thesis's
   mixed coordinates: the Gough-Stewart's 24 x 24 M has 45 nonzeros in its upper triangle);
