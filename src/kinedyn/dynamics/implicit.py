@@ -190,8 +190,8 @@ def _step(s, w, q0, qd0, t, h):
     _newmark(s, w, q0, qd0, h)
     _iteration_matrix(s, w, t1, h)
     # modified Newton: one factorisation per step (pseudo-inverse with redundant constraints)
-    if s.least_squares:
-        Ainv = _inverse(w.A, True)
+    if s.least_squares:   # C order, as w.A in the other branch: Ainv @ r stays a contiguous product
+        Ainv = np.ascontiguousarray(_inverse(w.A, True))
     else:
         Ainv = w.A
         if _lu_factor(w.A, w.ipiv, w.ints) != 0:
