@@ -56,3 +56,11 @@ def test_the_independent_rows_and_zero_entries_cost_nothing():
         assert f"B[{i}, " not in source and f"z[{i}]" not in source
     assert tree_sum([]) == "0.0" and tree_sum(["a"]) == "a"
     assert tree_sum(list("abcde")) == "((a + b) + (c + (d + e)))"
+
+
+def test_only_what_the_upper_triangle_reads_is_computed():
+    # the independent row 3 (column 1) of M B is needed for A[1, 1:] only
+    entries = [(i, j, f"M[{i}, {j}]") for i in range(5) for j in range(5)]
+    source = projection_source(5, [0, 3], entries)
+    assert "mb3_1 =" in source and "mb3_0 =" not in source
+    assert "mb0_0 =" in source and "mb0_1 =" in source and "mb1_0 =" in source

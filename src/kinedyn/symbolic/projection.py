@@ -49,7 +49,8 @@ def projection_source(n: int, independent, entries) -> str:
              'kinedyn.symbolic.projection)."""']
     mb = {}
     for i in range(n):
-        for b in range(f):
+        # an independent row ind[a] of M B only enters A[a, b] for b >= a (upper triangle)
+        for b in range(col.get(i, 0), f):
             terms = [read if j == ind[b] else f"{read} * B[{j}, {b}]"
                      for j, read in row[i] if j not in col or j == ind[b]]
             if terms:
