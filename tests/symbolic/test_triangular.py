@@ -36,6 +36,10 @@ def test_slider_crank_plan_is_thesis_hand_solution(slider):
     hand = sp.sqrt(sp.Rational(9, 100) * ct**2 - sp.Rational(9, 100) + sp.Rational(4, 25)) / sp.Rational(2, 5)
     got = unclamp(val[c_r].expr).subs(st**2, 1 - ct**2)
     assert sp.simplify(got**2 - hand**2) == 0 and val[c_r].degree == 2
+    # plain ints: the plan's report prints them on every simulate() (a SymPy Integer's str
+    # cost 8 us each, half of a short Gough-Stewart call)
+    assert all(type(s.degree) is int for b in plan.blocks for s in b.steps)
+    assert "step degrees 2" in plan.report()[0]
     assert val[c_r].branch == 1   # the model's piston is right of the crank: s_beta > 0
     (step,) = slide.steps
     assert sp.simplify(step.expr - (sp.Rational(3, 10) * ct + sp.Rational(2, 5) * c_r)) == 0

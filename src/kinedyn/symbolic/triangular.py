@@ -212,7 +212,7 @@ def extract_triangular(basis, unknowns) -> list[Step] | str:
             others = [h for h in cands[1:] if sp.degree(h, v) == 1 and not rank(h)[1]]
             if others:
                 g, alt = _normalised(g), _normalised(others[0])
-        steps.append(Step(v, sp.expand(g), d, alternative=alt))
+        steps.append(Step(v, sp.expand(g), int(d), alternative=alt))
     return steps
 
 
