@@ -172,6 +172,27 @@ def test_every_run_starts_from_the_initial_state():
         np.testing.assert_array_equal(second.q[0], dyn.q_initial, err_msg=method)
 
 
+def test_a_changed_setting_takes_effect_in_the_next_run():
+    """Later runs start from a copy of the state built at t0 (no second analysis), unless a
+    setting that state was built from has changed: then it is built again, as a new Dynamics
+    with that setting would be."""
+    m = kinedyn.models.get("four-bar").compile()
+    for method, attribute, value in (("augmented", "baumgarte", (5.0, 50.0)),
+                                     ("penalty", "penalty", {"rho": 1e5, "omega": 10.0,
+                                                             "zeta": 1.0, "iterations": 2})):
+        dyn = Dynamics(m, method=method)
+        first = dyn.simulate(t_end=0.5, dt=1e-3)
+        kept = dyn.system
+        again = dyn.simulate(t_end=0.5, dt=1e-3)
+        assert dyn.system is not kept   # a fresh copy: the first run's arrays stay its own
+        np.testing.assert_array_equal(again.q, first.q)
+        setattr(dyn, attribute, value)
+        changed = dyn.simulate(t_end=0.5, dt=1e-3)
+        fresh = Dynamics(m, method=method, **{attribute: value}).simulate(t_end=0.5, dt=1e-3)
+        np.testing.assert_array_equal(changed.q, fresh.q, err_msg=method)
+        assert not np.array_equal(changed.q, first.q), method
+
+
 def test_methods_agree_on_gough_stewart():
     runs = {m: run("gough-stewart", m, t_end=0.5, record_every=10) for m in EXPLICIT}
     base = runs["projection"]

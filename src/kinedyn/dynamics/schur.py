@@ -149,7 +149,8 @@ def build(form, M, rows, *, alpha=0.0, beta=0.0, project=False, tol=1e-12, max_i
             by_block[b].append(i)
     pairs = sorted({(min(i, j), max(i, j)) for rs in by_block for i in rs for j in rs})
     chol = C.analyse(n_c, [(i, j) for i, j in pairs if i != j], pivot_tol)
-    st = [(chol.position(i, j), p, u_at[i][int(ji[p])]) for i, j in pairs for p in jrow[j]
+    at = dict(zip(pairs, chol.positions(pairs).tolist()))
+    st = [(at[i, j], p, u_at[i][int(ji[p])]) for i, j in pairs for p in jrow[j]
           if int(ji[p]) in u_at[i]]
     as_int = lambda x: np.array(x, np.int64).reshape(-1)  # noqa: E731
     system = Schur(form, rows, n_q, minv_indptr, minv_indices, minv_values, u_indptr, u_indices,
