@@ -47,22 +47,19 @@ def _solver(kind, indptr, indices, values):
     return sparse_analyse(block, values)
 
 
-def _copied(value, memo=None):
-    """``value`` with every array in its dicts, lists and (named) tuples copied; an array
-    reached twice is copied once (work tuples share arrays); anything else is shared."""
-    memo = {} if memo is None else memo
+def _writeable_arrays(value, found=None) -> list:
+    """The writeable arrays in ``value``'s dicts, lists and (named) tuples, each once."""
+    found = {} if found is None else found
     if isinstance(value, np.ndarray):
-        if id(value) not in memo:
-            memo[id(value)] = value.copy()
-        return memo[id(value)]
-    if isinstance(value, dict):
-        return {k: _copied(v, memo) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        items = [_copied(v, memo) for v in value]
-        if hasattr(value, "_fields"):
-            return type(value)(*items)
-        return type(value)(items)
-    return value
+        if value.flags.writeable:
+            found.setdefault(id(value), value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _writeable_arrays(v, found)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _writeable_arrays(v, found)
+    return list(found.values())
 
 
 class Dynamics:
@@ -286,18 +283,25 @@ class Dynamics:
                 self.q_initial.tobytes(), self.qd_initial.tobytes())
 
     def _keep(self):
-        """(key, copy of the built state) for :meth:`_initial_state`, or None."""
+        """(key, the built objects, (array, its values) of each writeable array in them) for
+        :meth:`_initial_state`, or None."""
         if self.method not in KEPT_METHODS:
             return None
-        return self._build_key(), _copied({n: getattr(self, n) for n in BUILT if hasattr(self, n)})
+        built = {n: getattr(self, n) for n in BUILT if hasattr(self, n)}
+        return self._build_key(), built, [(a, a.copy()) for a in _writeable_arrays(built)]
 
     def _initial_state(self):
-        """The state ``_build`` gives at the initial state: a fresh copy of the one kept after
-        the first build, unless something it reads has changed since. Building again costs
-        more than short runs (the Gough-Stewart's Schur analysis 14 ms, partitioning's 60 ms
-        of orderings and generated solver code, against 1 ms for 0.01 s simulated)."""
+        """The state ``_build`` gives at the initial state: the objects built first, their
+        writeable arrays reset in place to the values they had then, unless something
+        ``_build`` reads has changed since. In place, because new arrays could differ in type
+        (layout, read-only flag) and make Numba compile the whole run again. Building again
+        costs more than short runs (the Gough-Stewart's Schur analysis 14 ms, partitioning's
+        60 ms of orderings and generated solver code, against 1 ms for 0.01 s simulated)."""
         if self._initial is not None and self._initial[0] == self._build_key():
-            for name, value in _copied(self._initial[1]).items():
+            _, built, arrays = self._initial
+            for live, values in arrays:
+                live[...] = values
+            for name, value in built.items():
                 setattr(self, name, value)
             return
         self._build(self.q_initial.copy(), self.qd_initial.copy(), self.t0)
