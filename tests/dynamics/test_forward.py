@@ -178,9 +178,9 @@ def _signatures():
 
 
 def test_a_changed_setting_takes_effect_in_the_next_run():
-    """Later runs start from a copy of the state built at t0 (no second analysis), unless a
-    setting that state was built from has changed: then it is built again, as a new Dynamics
-    with that setting would be."""
+    """Later runs start from the objects built at t0, reset in place (no second analysis, no
+    new types to compile), unless a setting they were built from has changed: then they are
+    built again, as a new Dynamics with that setting would be."""
     m = kinedyn.models.get("four-bar").compile()
     for method, attribute, value in (("augmented", "baumgarte", (5.0, 50.0)),
                                      ("penalty", "penalty", {"rho": 1e5, "omega": 10.0,
