@@ -23,6 +23,8 @@ compilation (about 3 s in this order, and the step is as fast).
 """
 from __future__ import annotations
 
+import re
+
 DECORATOR = ("@njit(cache=True, forceinline=True, no_cpython_wrapper=True, "
              "no_cfunc_wrapper=True)   # inlined by LLVM into embedded_rhs (see kinedyn._jit)")
 
@@ -48,36 +50,33 @@ def projection_source(n: int, independent, entries) -> str:
     row = {i: [] for i in range(n)}
     loads = {}              # array read -> local name, all read before the first store
 
-    def load(read, name):
-        return loads.setdefault(read, name)
+    def load(read):
+        """The local holding ``read`` (``M[2, 5]`` -> ``m_2_5``)."""
+        return loads.setdefault(read, re.sub(r"\W+", "_", read).strip("_").lower())
 
-    mname = {}
     for i, j, read in entries:
-        row[int(i)].append((int(j), mname.setdefault(read, f"m{len(mname)}")))
-    mread = {name: read for read, name in mname.items()}
+        row[int(i)].append((int(j), read))
     f = len(ind)
     body, stores = [], []
     mb = {}
     for i in range(n):
         # an independent row ind[a] of M B only enters A[a, b] for b >= a (upper triangle)
         for b in range(col.get(i, 0), f):
-            terms = [load(mread[m], m) if j == ind[b] else
-                     f"{load(mread[m], m)} * {load(f'B[{j}, {b}]', f'b{j}_{b}')}"
+            terms = [load(m) if j == ind[b] else f"{load(m)} * {load(f'B[{j}, {b}]')}"
                      for j, m in row[i] if j not in col or j == ind[b]]
             if terms:
                 mb[i, b] = f"mb{i}_{b}"
                 body.append(f"    mb{i}_{b} = {tree_sum(terms)}")
-        w = [f"{load(mread[m], m)} * {load(f'z[{j}]', f'z{j}')}" for j, m in row[i]
-             if j not in col]
-        fi = load(f"F[{i}]", f"f{i}")
+        w = [f"{load(m)} * {load(f'z[{j}]')}" for j, m in row[i] if j not in col]
+        fi = load(f"F[{i}]")
         body.append(f"    w{i} = {fi} - {tree_sum(w)}" if w else f"    w{i} = {fi}")
     for a in range(f):
-        terms = [f"w{ind[a]}"] + [f"{load(f'B[{i}, {a}]', f'b{i}_{a}')} * w{i}" for i in dep]
+        terms = [f"w{ind[a]}"] + [f"{load(f'B[{i}, {a}]')} * w{i}" for i in dep]
         body.append(f"    r{a} = {tree_sum(terms)}")
         stores.append(f"    rhs[{a}] = r{a}")
         for b in range(a, f):
             terms = ([mb[ind[a], b]] if (ind[a], b) in mb else []) + \
-                [f"{load(f'B[{i}, {a}]', f'b{i}_{a}')} * {mb[i, b]}" for i in dep if (i, b) in mb]
+                [f"{load(f'B[{i}, {a}]')} * {mb[i, b]}" for i in dep if (i, b) in mb]
             body.append(f"    a{a}_{b} = {tree_sum(terms)}")
             stores.append(f"    A[{a}, {b}] = a{a}_{b}")
             if b != a:
