@@ -9,6 +9,7 @@ import pytest
 import kinedyn
 from kinedyn.errors import ModelError
 from kinedyn.symbolic.embedded import EmbeddedDynamics
+from kinedyn.symbolic.kernels import sines_cosines
 from kinedyn.symbolic.stabilized import (StabilizedDynamics, baumgarte_grid_search,
                                          cholesky_pattern)
 
@@ -41,8 +42,9 @@ def _terms(emb, q, qd, t):
     n, m = emb.system.n_q, emb.system.n_c
     J, M = np.zeros((m, n)), np.zeros((n, n))
     phi, pt, gam, F = np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(n)
-    g.phi_q(q, t, J), g.phi(q, t, phi), g.phi_t(q, t, pt), g.gamma(q, qd, t, gam)
-    g.mass(q, M), g.forces(q, qd, t, F)
+    sc = sines_cosines(g, q)
+    g.phi_q(q, sc, t, J), g.phi(q, sc, t, phi), g.phi_t(q, sc, t, pt), g.gamma(q, qd, sc, t, gam)
+    g.mass(q, sc, M), g.forces(q, qd, sc, t, F)
     return J, M, phi, J @ qd + pt, gam, F
 
 

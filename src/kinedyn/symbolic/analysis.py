@@ -103,9 +103,10 @@ class TriangularKinematics:
         mode = POSITION_SOLVERS[self.position_solver]
         wall = _time.perf_counter()
         iterates = mode > 0 or not self.plan.fully_triangular
-        k = self.generated.module.run(mode, times, q, Q, QD, QDD, res, it, self.tol,
-                                      self.max_iter,
-                                      iterates and self.newton_start == "extrapolated")
+        mod = self.generated.module
+        k = mod.run(mode, times, q, Q, QD, QDD, res, it, self.tol, self.max_iter,
+                    iterates and self.newton_start == "extrapolated", mod.kinematic_workspace(),
+                    mod.dep_workspace())
         wall = _time.perf_counter() - wall
         if k >= 0:
             raise ConvergenceError(f"{sys_.name}: the {self.position_solver} position solver "

@@ -14,10 +14,10 @@ its velocity and its acceleration term, then
     (B^T M B) qdd_i = B^T (F - M z)                                           (2.28)
 
 as straight-line code over M's nonzero pattern (:mod:`.projection`) and one Cholesky
-factorisation of the f x f matrix. The generated part is three kernels with one global CSE
-each (thesis section 3.4.2):
+factorisation of the f x f matrix. The generated part is two kernels with one global CSE
+each (thesis section 3.4.2), after the module's ``trig(q, sc)`` (:mod:`.kernels`: the sine and
+cosine of every angle coordinate, once per evaluation):
 
-* ``trig(q, sc)``: the sine and cosine of every angle coordinate, once per evaluation;
 * ``dep_jac(q, sc, t, DET, DI, B, PT)``: per block det Phi_dk, Phi_dk^-1 and B_k (straight-line
   code: the entries of Phi_dk and Phi_ik are CSE'd subexpressions), Phi_tk;
 * ``dyn_terms(q, qd, sc, t, G, MV, F)``: gamma (plan order), M's upper-triangle nonzeros, F;
@@ -30,6 +30,7 @@ from __future__ import annotations
 import sympy as sp
 
 from .codegen import Kernel
+from .kernels import trig_symbols
 from .projection import projection_source
 
 
@@ -45,17 +46,6 @@ def uncoupled(system, plan, Jq, max_size: int = 3) -> bool:
                 if c not in own and Jq[r, c] != 0:
                     return False
     return True
-
-
-def trig_symbols(system, qs):
-    """{sin(q_i): S_i, cos(q_i): C_i} for the angle coordinates and their reads from ``sc``."""
-    repl, reads = {}, {}
-    for i, c in enumerate(system.coordinates):
-        if c.angle:
-            s, co = sp.Symbol(f"S{i}", real=True), sp.Symbol(f"C{i}", real=True)
-            repl[sp.sin(qs[i])], repl[sp.cos(qs[i])] = s, co
-            reads[s], reads[co] = f"sc[{2 * i}]", f"sc[{2 * i + 1}]"
-    return repl, reads
 
 
 def blockwise_kernels(system, plan, M, F, qs, qds, sub, reads):
@@ -102,13 +92,8 @@ def blockwise_kernels(system, plan, M, F, qs, qds, sub, reads):
     dyn = [(f"G[{a}]", fin(gam[r])) for a, r in enumerate(rows)]
     dyn += [(f"MV[{e}]", fin(Ms[i, j])) for e, (i, j) in enumerate(nz)]
     dyn += [(f"F[{i}]", fin(F[i].xreplace(sub))) for i in range(n)]
-    sc = [(f"sc[{2 * i}]", sp.sin(qs[i])) for i, c in enumerate(system.coordinates) if c.angle]
-    sc += [(f"sc[{2 * i + 1}]", sp.cos(qs[i])) for i, c in enumerate(system.coordinates) if c.angle]
-    kernels = [Kernel("trig", ("q", "sc"), reads, sc),
-               Kernel("dep_jac", ("q", "sc", "t", "DET", "DI", "B", "PT"), rd, jd + pt),
+    kernels = [Kernel("dep_jac", ("q", "sc", "t", "DET", "DI", "B", "PT"), rd, jd + pt),
                Kernel("dyn_terms", ("q", "qd", "sc", "t", "G", "MV", "F"), rd, dyn)]
-    phi_sc = [(f"out[{i}]", fin(e)) for i, e in enumerate(phi)]
-    kernels.append(Kernel("phi_sc", ("q", "sc", "t", "out"), rd, phi_sc))
     nbmax = max(len(b.unknowns) for b in plan.blocks)
     header = ("from kinedyn.linalg.small import cholesky_factor, "
               "cholesky_solve as cholesky_substitute\n"
@@ -198,5 +183,6 @@ def kinetic_energy(qd, ws):
 
 @njit(cache=True)
 def residual(q, t, r, ws):
-    phi_sc(q, ws[SC_SLOT_], t, r)
+    """Phi at the q of the last embedded_rhs (whose sines and cosines ws holds)."""
+    phi(q, ws[SC_SLOT_], t, r)
 '''

@@ -29,7 +29,7 @@ from .equations import T, PlanarEquations, _function_expr, _vec
 from .spatial import spatial_mass_and_forces
 from .blockwise import blockwise_kernels, uncoupled
 from .projection import projection_source
-from .kernels import _reads, coordinate_symbols, generate
+from .kernels import _reads, coordinate_symbols, generate, trig_symbols
 from .triangular import make_plan
 
 INTEGRATORS = {"euler": 0, "rk4": 1, "semi-implicit-euler": 2}
@@ -158,11 +158,15 @@ class EmbeddedDynamics:
             extra, source = blockwise_kernels(eqs, self.plan, M, F, qs, qds, sub, _reads(qs, qds))
             kernels += extra
         if baselines or not self.blockwise:   # the general kernels (also for .stabilized)
+            trig, rs = trig_symbols(eqs, qs)       # sines and cosines from trig(q, sc)
+            rs.update(_reads(qs, qds))
             kernels += [
-                Kernel("mass", ("q", "M"), _reads(qs),
-                       [(f"M[{i}, {j}]", Ms[i, j]) for i in range(n) for j in range(n) if Ms[i, j] != 0]),
-                Kernel("forces", ("q", "qd", "t", "F"), _reads(qs, qds),
-                       [(f"F[{i}]", sp.expand(F[i].xreplace(sub))) for i in range(n)])]
+                Kernel("mass", ("q", "sc", "M"), rs,
+                       [(f"M[{i}, {j}]", Ms[i, j].xreplace(trig)) for i in range(n)
+                        for j in range(n) if Ms[i, j] != 0]),
+                Kernel("forces", ("q", "qd", "sc", "t", "F"), rs,
+                       [(f"F[{i}]", sp.expand(F[i].xreplace(sub)).xreplace(trig))
+                        for i in range(n)])]
             nz = [(i, j) for i in range(n) for j in range(n) if Ms[i, j] != 0]
             source += (f"MNZ_I = np.array({[i for i, _ in nz]}, dtype=np.int64)\n"
                        f"MNZ_J = np.array({[j for _, j in nz]}, dtype=np.int64)\n" + _SOLVE_SMALL)
@@ -337,15 +341,14 @@ class EmbeddedDynamics:
         (status, step, (wall s, CPU s)) as ``run_embedded``; a closed form that lost its real
         root (residual > 1e-8 where the plan is exact) counts as a failure of that step."""
         wall, cpu = _time.perf_counter(), _time.thread_time()
-        try:
-            mod = self.generated.module     # the workspaces' owners live here for the run
-            ws, W = mod.workspace(), mod.dep_workspace()
-            scratch = np.zeros((9, max(2 * len(self.system.independent), self.system.n_q)))
-            status, k = mod.run_embedded(INTEGRATORS[integrator], self.mode, times, q, qd,
-                                         Q, QD, QDD, res, energy, it, self.tol, self.max_iter,
-                                         max_influence, ws, W, scratch)
-        except np.linalg.LinAlgError:        # a Newton block met NaN (a closed form lost its root)
-            status, k = 1, int(np.flatnonzero(np.abs(Q).sum(axis=1) > 0).max(initial=0)) + 1
+        mod = self.generated.module     # the workspaces' owners live here for the run
+        ws, W = mod.workspace(), mod.dep_workspace()
+        scratch = np.zeros((9, max(2 * len(self.system.independent), self.system.n_q)))
+        # a Newton block that meets a NaN (a closed form lost its root) or a singular step
+        # matrix fails its step (status 1), as any other failed evaluation
+        status, k = mod.run_embedded(INTEGRATORS[integrator], self.mode, times, q, qd, Q, QD, QDD,
+                                     res, energy, it, self.tol, self.max_iter, max_influence, ws,
+                                     W, scratch)
         seconds = (_time.perf_counter() - wall, _time.thread_time() - cpu)
         bad = np.flatnonzero(~(res[:k + 1] <= self.residual_limit)) if self.mode == 0 else ()
         if len(bad):
@@ -384,6 +387,7 @@ def solve_small(A, b):
 
 _GENERAL = '''
 B_SLOT_ = 4   # where workspace() keeps B (influence())
+SC_SLOT_ = 10  # and the sines and cosines (residual())
 
 
 @njit(cache=True)
@@ -391,7 +395,7 @@ def workspace():
     nf = IND.shape[0]
     return (np.zeros((NC_, NQ_)), np.zeros(NC_), np.zeros((NC_, nf + 1)), np.zeros((NQ_, nf + 1)),
             np.zeros((NQ_, nf)), np.zeros(NQ_), np.zeros((NQ_, NQ_)), np.zeros(NQ_),
-            np.zeros((nf, nf)), np.zeros(nf))
+            np.zeros((nf, nf)), np.zeros(nf), np.zeros(2 * NQ_))
 
 
 @njit(cache=True)
@@ -400,17 +404,18 @@ def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
 
     Phi_d is LU-factorised block by block (the plan's loops / legs) once and used for qd_d,
     the columns of B and z = B' qd_i + C'; M is used through its nonzero pattern."""
-    J, pt, R, X, B, z, M, F, A, rhs = ws
+    J, pt, R, X, B, z, M, F, A, rhs, sc = ws
     it = position(mode, q, t, tol, max_iter)
     if it < 0:
         return -1
-    if not velocity(q, qd, t, J, pt, W):          # numeric LU, never a symbolic inverse
+    trig(q, sc)                                    # read by every kernel below
+    if not velocity(q, qd, sc, t, J, pt, W):      # numeric LU, never a symbolic inverse
         return -1
     nf = IND.shape[0]
     for r in range(NC_):                           # [-Phi_i | gamma]
         for a in range(nf):
             R[r, a] = -J[r, IND[a]]
-    gamma(q, qd, t, R[:, nf])
+    gamma(q, qd, sc, t, R[:, nf])
     solve_d(J, W, R, X)                            # X = [B_d | z_d], z = B' qd_i + C'
     for a in range(nf):
         for c in range(DEP.shape[0]):
@@ -419,8 +424,8 @@ def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
     for c in range(DEP.shape[0]):
         z[DEP[c]] = X[DEP[c], nf]
     M[:, :] = 0.0
-    mass(q, M)
-    forces(q, qd, t, F)
+    mass(q, sc, M)
+    forces(q, qd, sc, t, F)
     project(B, z, M, F, A, rhs)     # B^T M B, B^T (F - M z) (kinedyn.symbolic.projection)
     solve_small(A, rhs)
     accelerations(B, z, rhs, qd, qdd, qi_dot, qi_ddot)
@@ -438,7 +443,8 @@ def kinetic_energy(qd, ws):
 
 @njit(cache=True)
 def residual(q, t, r, ws):
-    phi(q, t, r)
+    """Phi at the q of the last embedded_rhs (whose sines and cosines ws holds)."""
+    phi(q, ws[SC_SLOT_], t, r)
 '''
 
 _NO_RECORD = '''
@@ -469,7 +475,9 @@ def complete(q, qd, t, mode, tol, max_iter):
     it = position(mode, q, t, tol, max_iter)
     if it < 0:
         return -1
-    if not velocity(q, qd, t, np.zeros((NC_, NQ_)), np.zeros(NC_), dep_workspace()):
+    sc = np.zeros(2 * NQ_)
+    trig(q, sc)
+    if not velocity(q, qd, sc, t, np.zeros((NC_, NQ_)), np.zeros(NC_), dep_workspace()):
         return -1
     return it
 
@@ -557,10 +565,7 @@ def run_embedded(integ, mode, times, q_, qd_, Q, QD, QDD, RES, ENERGY, ITER, tol
         QD[k] = qd
         QDD[k] = qdd
         residual(q, t, r, ws)
-        worst = 0.0
-        for c in range(NC_):
-            worst = max(worst, abs(r[c]))
-        RES[k] = worst
+        RES[k] = largest(r)
         ENERGY[k] = kinetic_energy(qd, ws) + potential(q)
         ITER[k] = it
         if not abs(ENERGY[k]) < np.inf:   # NaN or overflow: the state is lost (a singular

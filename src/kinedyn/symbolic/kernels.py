@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
+from .blocksolve import block_solve_source
 from .codegen import Kernel, build_module
 from .equations import T, ConstraintSystem
 from .triangular import Plan
@@ -55,6 +56,37 @@ def _triangular_outputs(system, block, sub):
     return out
 
 
+def trig_symbols(system, qs):
+    """{sin(q_i): S_i, cos(q_i): C_i} for the angle coordinates, and their reads from ``sc``:
+    the kernels past the position solution read each sine and cosine that ``trig`` computed
+    once per state instead of calling them again (a six-bar's Phi, Phi_q, gamma and the
+    residual check called the same 10 sines and cosines four times per step)."""
+    repl, reads = {}, {}
+    for i, c in enumerate(system.coordinates):
+        if c.angle:
+            s, co = sp.Symbol(f"S{i}", real=True), sp.Symbol(f"C{i}", real=True)
+            repl[sp.sin(qs[i])], repl[sp.cos(qs[i])] = s, co
+            reads[s], reads[co] = f"sc[{2 * i}]", f"sc[{2 * i + 1}]"
+    return repl, reads
+
+
+def trig_kernel(system, qs) -> Kernel:
+    """``trig(q, sc)``: sc[2 i], sc[2 i + 1] = sin q_i, cos q_i of every angle coordinate."""
+    angles = [i for i, c in enumerate(system.coordinates) if c.angle]
+    return Kernel("trig", ("q", "sc"), _reads(qs),
+                  [(f"sc[{2 * i}]", sp.sin(qs[i])) for i in angles]
+                  + [(f"sc[{2 * i + 1}]", sp.cos(qs[i])) for i in angles])
+
+
+def sines_cosines(module, q) -> np.ndarray:
+    """``sc`` of ``q`` by the module's ``trig``: the argument its Phi, Phi_q, Phi_t, gamma,
+    mass and forces kernels read sines and cosines from (for calls from Python)."""
+    q = np.asarray(q, float)
+    sc = np.zeros(2 * len(q))
+    module.trig(q, sc)
+    return sc
+
+
 @dataclass
 class GeneratedKinematics:
     module: object
@@ -75,18 +107,23 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
     tt = sp.Symbol("t")
     Jall = sp.Matrix(every).jacobian(q)
     Jq = Jall[:system.n_c, :]
-    kernels = [Kernel("phi", ("q", "t", "out"), _reads(q), [(f"out[{i}]", e) for i, e in enumerate(phi)]),
-               Kernel("phi_q", ("q", "t", "J"), _reads(q),
-                      [(f"J[{i}, {j}]", Jq[i, j]) for i in range(Jq.rows) for j in range(Jq.cols)
-                       if Jq[i, j] != 0]),
-               Kernel("phi_t", ("q", "t", "out"), _reads(q),
-                      [(f"out[{i}]", sp.diff(e, tt)) for i, e in enumerate(phi)])]
+    trig, rs = trig_symbols(system, q)
+    rs.update(_reads(q))
+    kernels = [trig_kernel(system, q),
+               Kernel("phi", ("q", "sc", "t", "out"), rs,
+                      [(f"out[{i}]", e.xreplace(trig)) for i, e in enumerate(phi)]),
+               Kernel("phi_q", ("q", "sc", "t", "J"), rs,
+                      [(f"J[{i}, {j}]", Jq[i, j].xreplace(trig)) for i in range(Jq.rows)
+                       for j in range(Jq.cols) if Jq[i, j] != 0]),
+               Kernel("phi_t", ("q", "sc", "t", "out"), rs,
+                      [(f"out[{i}]", sp.diff(e, tt).xreplace(trig)) for i, e in enumerate(phi)])]
     if with_gamma:
         qdv = sp.Matrix(qd)
         Jqd = Jq * qdv
         gam = -(Jqd.jacobian(q) * qdv) - 2 * sp.diff(Jq, tt) * qdv - sp.Matrix(phi).diff(tt, 2)
-        kernels.append(Kernel("gamma", ("q", "qd", "t", "out"), _reads(q, qd),
-                              [(f"out[{i}]", sp.expand(e)) for i, e in enumerate(gam)]))
+        kernels.append(Kernel("gamma", ("q", "qd", "sc", "t", "out"), {**rs, **_reads(q, qd)},
+                              [(f"out[{i}]", sp.expand(e).xreplace(trig))
+                               for i, e in enumerate(gam)]))
     inputs = []
     for i, f in system.inputs.items():
         f = f.xreplace({T: tt})
@@ -134,20 +171,21 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
     extra.append(_position_source("position_triangular", calls_tri, plan))
     extra.append(_position_source("position_blocks", calls_blk, plan, newton=True))
     extra.append(_newton_source("position_newton", "phi", "phi_q", list(dep), full=True))
-    rod = rod_reduction(system, plan, Jq)
-    extra.append(_RUN + (_ROD_LU if rod else _BLOCK_LU))
-    extra.append(extra_source)
-    kernels += list(extra_kernels)
     lu = plan.lu                  # Phi_d's diagonal blocks (velocity / acceleration level)
     rows = [int(i) for eqs, _ in lu for i in eqs]
     cols = [int(i) for _, unk in lu for i in unk]
     ptr = np.cumsum([0] + [len(unk) for _, unk in lu]).tolist()
+    rod = rod_reduction(system, plan, Jq)
+    extra.append(_RUN + (_ROD_LU if rod else block_solve_source(
+        rows, cols, ptr, lambda r, c: Jq[r, c] != 0) or _BLOCK_LU))
+    extra.append(extra_source)
+    kernels += list(extra_kernels)
     coupling, cptr = [], [0]     # per block row: positions of earlier unknowns it involves
     for k in range(len(lu)):
         for a in range(ptr[k], ptr[k + 1]):
             coupling += [c for c in range(ptr[k]) if Jq[rows[a], cols[c]] != 0]
             cptr.append(len(coupling))
-    header = "\n".join(["from kinedyn.linalg.small import lu_factor_block",
+    header = "\n".join(["from kinedyn.linalg.small import lu_factor_block, lu_solve",
                         f"DEP = np.array({list(map(int, dep))}, dtype=np.int64)",
                         f"IND = np.array({list(map(int, ind))}, dtype=np.int64)",
                         f"BROW = np.array({rows}, dtype=np.int64)",   # Phi_d in plan block order
@@ -183,38 +221,69 @@ def _sum_ops(items):
 
 
 def _newton_source(name, res, jac, unknowns, full=False, n_eq=None):
-    """Newton-Raphson on ``unknowns`` with generated residual and Jacobian (dense LU); with
-    more equations than unknowns (a rod's three joint equations in its two angles), Gauss-
-    Newton on the normal equations (the equations are consistent: quadratic convergence)."""
+    """Newton-Raphson on ``unknowns`` with generated residual and Jacobian; with more equations
+    than unknowns (a rod's three joint equations in its two angles), Gauss-Newton on the normal
+    equations (the equations are consistent: quadratic convergence). The step is solved in
+    place (``kinedyn.linalg.small``: LU with partial pivoting on work arrays allocated once per
+    call): ``np.linalg.solve`` took 335 / 500 / 660 ns for 2 x 2 / 3 x 3 / 5 x 5 systems from
+    compiled code, these 80 / 145 / 140 ns. A singular step matrix fails the call (-1)."""
     n = len(unknowns)
     n_eq = n if n_eq is None else n_eq
     cols = "DEP" if full else f"np.array({[int(u) for u in unknowns]}, dtype=np.int64)"
     rows = "NC_" if full else str(n_eq)
     jshape = "(NC_, NQ_)" if full else f"({n_eq}, {n})"
-    take = "J[:, DEP]" if full else "J"
     square = n_eq == n or full
-    solve = f"np.linalg.solve({take}, r)" if square else "np.linalg.solve(J.T @ J, J.T @ r)"
+    col = "cols[b]" if full else "b"
+    if square:        # A = Phi_d (the unknowns' columns), x = r
+        system = f"""for a in range(n):
+            x[a] = r[a]
+            for b in range(n):
+                A[a, b] = J[a, {col}]"""
+    else:             # the normal equations: A = J^T J, x = J^T r
+        system = f"""for a in range(n):
+            v = 0.0
+            for i in range({n_eq}):
+                v += J[i, a] * r[i]
+            x[a] = v
+            for b in range(n):
+                v = 0.0
+                for i in range({n_eq}):
+                    v += J[i, a] * J[i, b]
+                A[a, b] = v"""
     # over-determined: the equations are consistent only as far as the earlier blocks'
     # tolerance allows, so a Gauss-Newton step below tol also ends the iteration
     stop = "" if square else """
-        if np.abs(dq).max() <= tol:
+        if step <= tol:
             return it + 1"""
+    # on all coordinates: the global Phi and Phi_q, which read the sines and cosines of trig
+    args = "q, sc, t" if full else "q, t"
+    trig = "\n        trig(q, sc)" if full else ""
+    alloc = "\n    sc = np.zeros(2 * NQ_)" if full else ""
     return f'''
 @njit(cache=True)
 def {name}(q, t, tol, max_iter):
     cols = {cols}
+    n = cols.shape[0]
     r = np.zeros({rows})
     J = np.zeros({jshape})
-    for it in range(max_iter + 1):
-        {res}(q, t, r)
-        if np.abs(r).max() <= tol:
+    A = np.empty((n, n))
+    x = np.empty(n)
+    piv = np.empty(n, dtype=np.int64){alloc}
+    for it in range(max_iter + 1):{trig}
+        {res}({args}, r)
+        if largest(r) <= tol:
             return it
         if it == max_iter:
             break
-        {jac}(q, t, J)
-        dq = {solve}
-        for a in range(cols.shape[0]):
-            q[cols[a]] -= dq[a]{stop}
+        {jac}({args}, J)
+        {system}
+        if not lu_factor_block(A, 0, n, piv, 0.0):
+            return -1
+        lu_solve(A, n, piv, x)
+        step = 0.0
+        for a in range(n):
+            q[cols[a]] -= x[a]
+            step = max(step, abs(x[a])){stop}
     return -1
 '''
 
@@ -297,6 +366,18 @@ def _position_source(name, calls, plan, newton=False):
 
 _RUN = '''
 
+@njit(cache=True)
+def largest(r):
+    """max |r_i|; NaN if an entry is NaN (Python's max(worst, nan) keeps worst: a lost root
+    would pass as converged)."""
+    worst = 0.0
+    for i in range(r.shape[0]):
+        v = abs(r[i])
+        if v != v:
+            return v
+        worst = max(worst, v)
+    return worst
+
 
 @njit(cache=True)
 def position(mode, q, t, tol, max_iter):
@@ -308,12 +389,13 @@ def position(mode, q, t, tol, max_iter):
 
 
 @njit(cache=True)
-def velocity(q, qd, t, J, pt, W):
-    """qd_d = -Phi_d^-1 (Phi_i qd_i + Phi_t) (thesis eq. 2.26); leaves Phi_q in J and its
-    block LU in W. False if Phi_d is singular."""
+def velocity(q, qd, sc, t, J, pt, W):
+    """qd_d = -Phi_d^-1 (Phi_i qd_i + Phi_t) (thesis eq. 2.26) at q, whose sines and cosines
+    trig(q, sc) has computed; leaves Phi_q in J and its block LU in W. False if Phi_d is
+    singular."""
     J[:, :] = 0.0
-    phi_q(q, t, J)
-    phi_t(q, t, pt)
+    phi_q(q, sc, t, J)
+    phi_t(q, sc, t, pt)
     for r in range(NC_):
         v = -pt[r]
         for a in range(IND.shape[0]):
@@ -321,30 +403,36 @@ def velocity(q, qd, t, J, pt, W):
         pt[r] = v
     if not factor_d(J, W):
         return False
-    solve_d(J, W, pt.reshape((NC_, 1)), qd.reshape((NQ_, 1)))
+    # columns as views by indexing: reshape took 40 ns per call, most of a six-bar's solve
+    solve_d(J, W, pt[:, np.newaxis], qd[:, np.newaxis])
     return True
 
 
 @njit(cache=True)
-def acceleration(q, qd, qdd, t, J, g, W):
+def acceleration(q, qd, qdd, sc, t, J, g, W):
     """Phi_d qdd_d = gamma - Phi_i qdd_i (J, W from velocity at q)."""
-    gamma(q, qd, t, g)
+    gamma(q, qd, sc, t, g)
     for r in range(NC_):
         for a in range(IND.shape[0]):
             g[r] -= J[r, IND[a]] * qdd[IND[a]]
-    solve_d(J, W, g.reshape((NC_, 1)), qdd.reshape((NQ_, 1)))
+    solve_d(J, W, g[:, np.newaxis], qdd[:, np.newaxis])
 
 
 @njit(cache=True)
-def run(mode, times, q, Q, QD, QDD, RES, ITER, tol, max_iter, extrapolate):
-    """Kinematic simulation; returns -1 or the index of the failed step."""
-    J = np.zeros((NC_, NQ_))
-    pt = np.zeros(NC_)
-    g = np.zeros(NC_)
-    r = np.zeros(NC_)
-    qd = np.zeros(NQ_)
-    qdd = np.zeros(NQ_)
-    W = dep_workspace()
+def kinematic_workspace():
+    """(Phi_q, Phi_t, gamma, Phi, qd, qdd, sines and cosines) for run."""
+    return (np.zeros((NC_, NQ_)), np.zeros(NC_), np.zeros(NC_), np.zeros(NC_), np.zeros(NQ_),
+            np.zeros(NQ_), np.zeros(2 * NQ_))
+
+
+@njit(cache=True)
+def run(mode, times, q_, Q, QD, QDD, RES, ITER, tol, max_iter, extrapolate, ws_, W_):
+    """Kinematic simulation; returns -1 or the index of the failed step. ws_, W_: the owners
+    (kinematic_workspace(), dep_workspace()) of the unmanaged views the steps work on, which
+    spare every call below the reference counting of its array arguments (kinedyn._unmanaged:
+    a six-bar's solve_d 92 -> 64 ns with the loops)."""
+    J, pt, g, r, qd, qdd, sc = unmanaged(ws_)
+    W, q = unmanaged(W_), unmanaged(q_)
     for k in range(times.shape[0]):
         t = times[k]
         if extrapolate and k > 0:
@@ -355,11 +443,12 @@ def run(mode, times, q, Q, QD, QDD, RES, ITER, tol, max_iter, extrapolate):
         it = position(mode, q, t, tol, max_iter)
         if it < 0:
             return k
-        if not velocity(q, qd, t, J, pt, W):
+        trig(q, sc)
+        if not velocity(q, qd, sc, t, J, pt, W):
             return k
-        acceleration(q, qd, qdd, t, J, g, W)
-        phi(q, t, r)
-        RES[k] = np.abs(r).max()
+        acceleration(q, qd, qdd, sc, t, J, g, W)
+        phi(q, sc, t, r)
+        RES[k] = largest(r)
         ITER[k] = it
         Q[k] = q
         QD[k] = qd

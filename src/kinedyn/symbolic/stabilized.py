@@ -30,6 +30,7 @@ from ..io.results import Results
 from .analysis import _channels
 from .codegen import build_module
 from .embedded import EmbeddedDynamics
+from .kernels import sines_cosines
 
 METHODS = {"baumgarte": 0, "penalty": 1}
 
@@ -90,7 +91,8 @@ class StabilizedDynamics:
         k, times, (Q, QD, QDD, res, vres, energy), wall = self._run(t_end, dt)
         if k >= 0:
             r = np.zeros(self.system.n_c)          # worst constraints at the last good state
-            self.embedded.generated.module.phi(Q[max(k - 1, 0)], times[max(k - 1, 0)], r)
+            mod, q = self.embedded.generated.module, Q[max(k - 1, 0)]
+            mod.phi(q, sines_cosines(mod, q), times[max(k - 1, 0)], r)
             names = [self.system.constraint_names[i] for i in np.argsort(-np.abs(r))[:3]]
             raise SolverError(f"{self.system.name}: {self._label()} failed (M or "
                               "M + rho Phi_q^T Phi_q not positive definite, a singular "
@@ -178,7 +180,7 @@ def _factor_patterns(generated, system, q0):
     rng = np.random.default_rng(0)
     for q in (q0, q0 + rng.uniform(-0.3, 0.3, n), q0 + rng.uniform(-0.3, 0.3, n)):
         J = np.zeros((m, n))
-        generated.phi_q(np.asarray(q, float), 0.37, J)
+        generated.phi_q(np.asarray(q, float), sines_cosines(generated, q), 0.37, J)
         jac |= J != 0
     aug = mass | ((jac.T.astype(int) @ jac.astype(int)) > 0)
     return (*cholesky_pattern(mass | np.eye(n, dtype=bool)), *cholesky_pattern(aug | np.eye(n, dtype=bool)))
@@ -186,7 +188,7 @@ def _factor_patterns(generated, system, q0):
 
 def _companion(generated):
     """The run kernels, compiled against the embedded module's generated kernels."""
-    header = (f"from {generated.__name__} import (phi, phi_q, phi_t, gamma, mass, forces, "
+    header = (f"from {generated.__name__} import (trig, phi, phi_q, phi_t, gamma, mass, forces, "
               "potential, solve_small, NQ_, NC_, MNZ_I, MNZ_J)")
     name = generated.__name__.removeprefix("kinedyn_generated_") + "_stabilized"
     module, _ = build_module(name, [], _SOURCE, header)
@@ -236,7 +238,8 @@ def cholesky_solve(L, B, ptr, idx):
 def stabilized_workspace():
     return (np.zeros((NC_, NQ_)), np.zeros(NC_), np.zeros(NC_), np.zeros(NC_),
             np.zeros((NQ_, NQ_)), np.zeros(NQ_), np.zeros((NQ_, NQ_)), np.zeros((NQ_, NC_ + 1)),
-            np.zeros((NC_, NC_)), np.zeros(NC_), np.zeros((NQ_, 1)), np.zeros(1))
+            np.zeros((NC_, NC_)), np.zeros(NC_), np.zeros((NQ_, 1)), np.zeros(1),
+            np.zeros(2 * NQ_))
 
 
 @njit(cache=True)
@@ -244,16 +247,17 @@ def stabilized_rhs(method, q, qd, t, alpha, beta, rho, omega, zeta, iterations, 
     """q'' of Baumgarte (method 0, eqs. 2.18-2.20) or the augmented-Lagrangian penalty
     (method 1, eqs. 2.22-2.23); ws[3] = Phi, ws[1] = Phi', ws[11][0] = kinetic energy.
     False if M (Baumgarte) or M + rho Phi_q^T Phi_q (penalty) is not positive definite."""
-    J, pt, g, r, M, F, A, Y, S, lam, x, kin = ws
+    J, pt, g, r, M, F, A, Y, S, lam, x, kin, sc = ws
     mptr, midx, aptr, aidx = pat
+    trig(q, sc)                    # once: every kernel below reads its sines and cosines
     J[:, :] = 0.0
-    phi_q(q, t, J)
-    phi_t(q, t, pt)
-    phi(q, t, r)
-    gamma(q, qd, t, g)
+    phi_q(q, sc, t, J)
+    phi_t(q, sc, t, pt)
+    phi(q, sc, t, r)
+    gamma(q, qd, sc, t, g)
     M[:, :] = 0.0
-    mass(q, M)
-    forces(q, qd, t, F)
+    mass(q, sc, M)
+    forces(q, qd, sc, t, F)
     v = 0.0
     for e in range(MNZ_I.shape[0]):
         v += qd[MNZ_I[e]] * M[MNZ_I[e], MNZ_J[e]] * qd[MNZ_J[e]]

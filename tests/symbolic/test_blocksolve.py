@@ -1,0 +1,68 @@
+"""The generated velocity/acceleration level (kinedyn.symbolic.blocksolve, shared sines and
+cosines): the Stephenson-III six-bar driven by theta1, whose Phi_d is block lower-triangular
+(two 2 x 2 blocks, the second coupled to the first's unknowns)."""
+import numpy as np
+import pytest
+
+import kinedyn
+from kinedyn.models.sixbar import STEPHENSON3_CUT
+from kinedyn.symbolic.analysis import TriangularKinematics
+from kinedyn.symbolic.kernels import sines_cosines
+
+
+@pytest.fixture(scope="module")
+def six_bar():
+    return TriangularKinematics(kinedyn.models.get("stephenson3-theta1").compile(),
+                                joint_angles=True, cut=STEPHENSON3_CUT, time_limit=10)
+
+
+def _jacobian(mod, system, q, t=0.0):
+    J = np.zeros((system.n_c, system.n_q))
+    mod.phi_q(q, sines_cosines(mod, q), t, J)
+    return J
+
+
+def test_generated_block_solve_equals_a_dense_solve(six_bar):
+    """factor_d / solve_d (adjugate per block, forward substitution over the couplings) equal
+    NumPy's solve of the whole Phi_d for several right-hand sides, at states along a run."""
+    kin = six_bar
+    mod, system = kin.generated.module, kin.system
+    assert "lu_factor_block(LU" not in open(mod.__file__).read()    # not the LU loops
+    (rows0, cols0), (rows1, cols1) = kin.plan.lu
+    assert len(cols0) == len(cols1) == 2      # the second block reads the first's unknowns:
+    assert np.any(_jacobian(mod, system, system.q0)[np.ix_(list(rows1), list(cols0))] != 0)
+    res = kin.simulate(1.0, 1e-2)
+    dep = list(system.dependent)
+    rng = np.random.default_rng(5)
+    for k in (0, 37, 81):
+        q = np.array([res.channel(f"coordinate.{c.name}")[k] for c in system.coordinates])
+        J = _jacobian(mod, system, q)
+        W = mod.dep_workspace()
+        assert mod.factor_d(J, W)
+        R = rng.normal(size=(system.n_c, 3))
+        X = np.zeros((system.n_q, 3))
+        mod.solve_d(J, W, R, X)
+        ref = np.linalg.solve(J[:, dep], R)
+        assert np.abs(X[dep] - ref).max() <= 1e-12 * np.abs(ref).max()
+
+
+def test_singular_block_is_reported(six_bar):
+    """A diagonal block with a zero column: factor_d says False (the run then names the step)."""
+    mod, system = six_bar.generated.module, six_bar.system
+    J = _jacobian(mod, system, system.q0)
+    J[:, six_bar.plan.lu[1][1][0]] = 0.0
+    assert not mod.factor_d(J, mod.dep_workspace())
+
+
+def test_velocities_and_accelerations_are_derivatives_of_the_positions(six_bar):
+    """The run's qd, qdd (shared sines and cosines, generated block solve) equal central
+    differences of its positions and velocities; the closed forms stay exact."""
+    h = 1e-4
+    res = six_bar.simulate(1.0, h)
+    assert res.channel("residual.position").max() <= 1e-12
+    for c in six_bar.system.coordinates:
+        q, qd, qdd = (res.channel(f"coordinate.{c.name}{s}") for s in ("", "_d", "_dd"))
+        fd_v = (q[2:] - q[:-2]) / (2 * h)
+        fd_a = (qd[2:] - qd[:-2]) / (2 * h)
+        assert np.abs(fd_v - qd[1:-1]).max() <= 1e-6 * max(1.0, np.abs(qd).max()), c.name
+        assert np.abs(fd_a - qdd[1:-1]).max() <= 1e-5 * max(1.0, np.abs(qdd).max()), c.name
