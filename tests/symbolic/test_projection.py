@@ -9,7 +9,8 @@ from kinedyn.symbolic.projection import projection_source, tree_sum
 
 
 def _project(source):
-    namespace = {"njit": lambda **options: (lambda f: f)}   # plain Python: the same arithmetic
+    # plain Python: the same arithmetic
+    namespace = {"njit": lambda **options: (lambda f: f), "inlined": lambda f: f}
     exec(source, namespace)
     return namespace["project"]
 

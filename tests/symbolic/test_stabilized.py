@@ -32,8 +32,8 @@ def _rhs(dyn, q, qd, t, method, alpha=5.0, beta=5.0, rho=1e3, omega=10.0, zeta=1
     mod = dyn.module
     qdd = np.zeros(len(q))
     ws = mod.stabilized_workspace()
-    assert mod.stabilized_rhs(method, q.copy(), qd.copy(), t, alpha, beta, rho, omega, zeta, it,
-                              qdd, ws, dyn._patterns)
+    assert mod.stabilized_acceleration(method, q.copy(), qd.copy(), t, alpha, beta, rho, omega,
+                                       zeta, it, qdd, ws, dyn._patterns)
     return qdd
 
 

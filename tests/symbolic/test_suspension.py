@@ -11,9 +11,10 @@ import sympy as sp
 import kinedyn
 from kinedyn.models.suspension import FIVE_LINK_C, FIVE_LINK_W
 from kinedyn.symbolic.equations import T
-from kinedyn.symbolic.kernels import sines_cosines
 from kinedyn.symbolic.spatial import spatial_coordinates
 from kinedyn.symbolic.triangular import make_plan
+
+from .dep_solve import dep_solve_error
 
 
 @pytest.fixture(scope="module")
@@ -135,26 +136,6 @@ def test_five_link_embedded_dynamics(five_link_embedded):
     assert np.abs(res_b.channel("body.carrier.z") - z).max() <= 1e-9
 
 
-def _check_rod_reduction(system, mod, states, times):
-    """The generated factor_d / solve_d (rod reduction) against a dense solve of the whole
-    Phi_d, for several right-hand sides, at the given states."""
-    dep = list(system.dependent)
-    rng = np.random.default_rng(7)
-    worst = 0.0
-    for q, t in zip(states, times):
-        J = np.zeros((system.n_c, system.n_q))
-        mod.phi_q(q, sines_cosines(mod, q), t, J)
-        W = mod.dep_workspace()
-        assert mod.factor_d(J, W)
-        R = rng.normal(size=(system.n_c, 3))
-        X = np.zeros((system.n_q, 3))
-        mod.solve_d(J, W, R, X)
-        ref = np.linalg.solve(J[:, dep], R)
-        worst = max(worst, float(np.abs(X[dep] - ref).max() / np.abs(ref).max()))
-        assert np.abs(J[:, dep] @ X[dep] - R).max() <= 1e-12 * np.abs(R).max() * np.abs(J).max()
-    return worst
-
-
 @pytest.mark.slow
 def test_five_link_velocity_level_through_the_rod_reduction(five_link_embedded):
     """Phi_d (15 x 15) is solved as the 5 x 5 carrier-pose block of the differentiated
@@ -170,7 +151,7 @@ def test_five_link_velocity_level_through_the_rod_reduction(five_link_embedded):
     names = [c.name for c in sys_.coordinates]
     Q = np.column_stack([res.channel(f"coordinate.{n}") for n in names])
     k = np.arange(0, 501, 50)
-    assert _check_rod_reduction(sys_, emb.generated.module, Q[k], res.time[k]) <= 1e-12
+    assert dep_solve_error(sys_, emb.generated.module, Q[k], res.time[k]) <= 1e-12
 
 
 @pytest.mark.slow
@@ -191,7 +172,7 @@ def test_double_wishbone_velocity_level_through_the_rod_reduction():
     names = [c.name for c in sys_.coordinates]
     Q = np.column_stack([res.channel(f"coordinate.{n}") for n in names])
     k = np.arange(0, 1001, 100)
-    assert _check_rod_reduction(sys_, kin.generated.module, Q[k], res.time[k]) <= 1e-12
+    assert dep_solve_error(sys_, kin.generated.module, Q[k], res.time[k]) <= 1e-12
     for n in names:
         x, v, a = (res.channel(f"coordinate.{n}{s}") for s in ("", "_d", "_dd"))
         assert np.abs((x[2:] - x[:-2]) / 2e-3 - v[1:-1]).max() <= 1e-4 * max(1.0, np.abs(v).max())

@@ -134,7 +134,7 @@ def cholesky_solve(A, b):
     return True
 
 
-@njit(cache=True)
+@inlined
 def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
     """(B^T M B) qdd_i = B^T (F - M z) (eq. 2.28), block by block; q, qd: independent parts
     in, full out. Returns the position iterations, -1 on failure."""
@@ -171,7 +171,7 @@ def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
     return it
 
 
-@njit(cache=True)
+@inlined
 def kinetic_energy(qd, ws):
     MV = ws[5]
     v = 0.0
@@ -181,7 +181,7 @@ def kinetic_energy(qd, ws):
     return 0.5 * v
 
 
-@njit(cache=True)
+@inlined
 def residual(q, t, r, ws):
     """Phi at the q of the last embedded_rhs (whose sines and cosines ws holds)."""
     phi(q, ws[SC_SLOT_], t, r)

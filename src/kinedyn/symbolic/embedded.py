@@ -398,7 +398,7 @@ def workspace():
             np.zeros((nf, nf)), np.zeros(nf), np.zeros(2 * NQ_))
 
 
-@njit(cache=True)
+@inlined
 def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
     """(B^T M B) qdd_i = B^T (F - M z) (eq. 2.28); q, qd: independent parts in, full out.
 
@@ -432,7 +432,7 @@ def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
     return it
 
 
-@njit(cache=True)
+@inlined
 def kinetic_energy(qd, ws):
     M = ws[6]                   # M(q) of the last embedded_rhs
     v = 0.0
@@ -441,7 +441,7 @@ def kinetic_energy(qd, ws):
     return 0.5 * v
 
 
-@njit(cache=True)
+@inlined
 def residual(q, t, r, ws):
     """Phi at the q of the last embedded_rhs (whose sines and cosines ws holds)."""
     phi(q, ws[SC_SLOT_], t, r)
@@ -454,8 +454,7 @@ def record_outputs(q, qd, out):
 '''
 
 _EMBEDDED = '''
-@njit(cache=True, forceinline=True, no_cpython_wrapper=True,
-      no_cfunc_wrapper=True)   # inlined by LLVM into embedded_rhs (see kinedyn._jit)
+@inlined
 def accelerations(B, z, qdd_i, qd, qdd, qi_dot, qi_ddot):
     """qdd = B qdd_i + z (every coordinate) and the independent state's derivative."""
     nf = IND.shape[0]
@@ -482,7 +481,7 @@ def complete(q, qd, t, mode, tol, max_iter):
     return it
 
 
-@njit(cache=True)
+@inlined
 def advance(integ, mode, y, q, qd, t, h, tol, max_iter, k1, k2, k3, k4, yy, a1, a2, qdd, ws, W):
     """One step of y = [q_i; qd_i] from t (k1: its derivative at t, already evaluated);
     0 = explicit Euler, 1 = RK4, 2 = semi-implicit Euler. False if an evaluation failed."""
@@ -515,7 +514,7 @@ def advance(integ, mode, y, q, qd, t, h, tol, max_iter, k1, k2, k3, k4, yy, a1, 
     return True
 
 
-@njit(cache=True)
+@inlined
 def influence(ws):
     """Largest entry of B_d = -Phi_d^-1 Phi_i at the last embedded_rhs: the gain from the
     independent to the dependent velocities, unbounded as Phi_d becomes singular (the

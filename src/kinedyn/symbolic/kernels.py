@@ -388,7 +388,7 @@ def position(mode, q, t, tol, max_iter):
     return position_newton(q, t, tol, max_iter)
 
 
-@njit(cache=True)
+@inlined
 def velocity(q, qd, sc, t, J, pt, W):
     """qd_d = -Phi_d^-1 (Phi_i qd_i + Phi_t) (thesis eq. 2.26) at q, whose sines and cosines
     trig(q, sc) has computed; leaves Phi_q in J and its block LU in W. False if Phi_d is
@@ -408,7 +408,7 @@ def velocity(q, qd, sc, t, J, pt, W):
     return True
 
 
-@njit(cache=True)
+@inlined
 def acceleration(q, qd, qdd, sc, t, J, g, W):
     """Phi_d qdd_d = gamma - Phi_i qdd_i (J, W from velocity at q)."""
     gamma(q, qd, sc, t, g)

@@ -25,8 +25,7 @@ from __future__ import annotations
 
 import re
 
-DECORATOR = ("@njit(cache=True, forceinline=True, no_cpython_wrapper=True, "
-             "no_cfunc_wrapper=True)   # inlined by LLVM into embedded_rhs (see kinedyn._jit)")
+DECORATOR = "@inlined   # into embedded_rhs (kinedyn.symbolic.codegen)"
 
 
 def tree_sum(terms: list[str]) -> str:

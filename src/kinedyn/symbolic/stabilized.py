@@ -242,7 +242,7 @@ def stabilized_workspace():
             np.zeros(2 * NQ_))
 
 
-@njit(cache=True)
+@inlined
 def stabilized_rhs(method, q, qd, t, alpha, beta, rho, omega, zeta, iterations, qdd, ws, pat):
     """q'' of Baumgarte (method 0, eqs. 2.18-2.20) or the augmented-Lagrangian penalty
     (method 1, eqs. 2.22-2.23); ws[3] = Phi, ws[1] = Phi', ws[11][0] = kinetic energy.
@@ -324,6 +324,14 @@ def stabilized_rhs(method, q, qd, t, alpha, beta, rho, omega, zeta, iterations, 
         for i in range(NQ_):
             qdd[i] = x[i, 0]
     return True
+
+
+@njit(cache=True)
+def stabilized_acceleration(method, q, qd, t, alpha, beta, rho, omega, zeta, iterations, qdd, ws,
+                            pat):
+    """stabilized_rhs for callers in Python (the run inlines it; compiled on first call)."""
+    return stabilized_rhs(method, q, qd, t, alpha, beta, rho, omega, zeta, iterations, qdd, ws,
+                          pat)
 
 
 @njit(cache=True)
