@@ -402,14 +402,15 @@ def workspace():
 def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
     """(B^T M B) qdd_i = B^T (F - M z) (eq. 2.28); q, qd: independent parts in, full out.
 
-    Phi_d is LU-factorised block by block (the plan's loops / legs) once and used for qd_d,
-    the columns of B and z = B' qd_i + C'; M is used through its nonzero pattern."""
+    Phi_d is factorised block by block (the plan's loops / legs; kinedyn.symbolic.blocksolve
+    or LU) once and used for qd_d, the columns of B and z = B' qd_i + C'; M is used through its
+    nonzero pattern."""
     J, pt, R, X, B, z, M, F, A, rhs, sc = ws
     it = position(mode, q, t, tol, max_iter)
     if it < 0:
         return -1
     trig(q, sc)                                    # read by every kernel below
-    if not velocity(q, qd, sc, t, J, pt, W):      # numeric LU, never a symbolic inverse
+    if not velocity(q, qd, sc, t, J, pt, W):      # numeric, never a symbolic inverse
         return -1
     nf = IND.shape[0]
     for r in range(NC_):                           # [-Phi_i | gamma]
