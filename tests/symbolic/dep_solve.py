@@ -4,6 +4,13 @@ import numpy as np
 from kinedyn.symbolic.kernels import sines_cosines
 
 
+def jacobian(mod, system, q, t=0.0) -> np.ndarray:
+    """Phi_q at (q, t) by the generated kernel (sines and cosines by the module's trig)."""
+    J = np.zeros((system.n_c, system.n_q))
+    mod.phi_q(q, sines_cosines(mod, q), t, J)
+    return J
+
+
 def dep_solve_error(system, mod, states, times) -> float:
     """The generated factor_d / solve_d against NumPy's solve of the whole Phi_d, for three
     random right-hand sides at each given state: the largest relative difference (Phi_d X_d = R
@@ -12,8 +19,7 @@ def dep_solve_error(system, mod, states, times) -> float:
     rng = np.random.default_rng(7)
     worst = 0.0
     for q, t in zip(states, times):
-        J = np.zeros((system.n_c, system.n_q))
-        mod.phi_q(q, sines_cosines(mod, q), t, J)
+        J = jacobian(mod, system, q, t)
         W = mod.dep_workspace()
         assert mod.factor_d(J, W)
         R = rng.normal(size=(system.n_c, 3))

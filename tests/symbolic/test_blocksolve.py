@@ -7,21 +7,14 @@ import pytest
 import kinedyn
 from kinedyn.models.sixbar import STEPHENSON3_CUT
 from kinedyn.symbolic.analysis import TriangularKinematics
-from kinedyn.symbolic.kernels import sines_cosines
 
-from .dep_solve import dep_solve_error
+from .dep_solve import dep_solve_error, jacobian
 
 
 @pytest.fixture(scope="module")
 def six_bar():
     return TriangularKinematics(kinedyn.models.get("stephenson3-theta1").compile(),
                                 joint_angles=True, cut=STEPHENSON3_CUT, time_limit=10)
-
-
-def _jacobian(mod, system, q, t=0.0):
-    J = np.zeros((system.n_c, system.n_q))
-    mod.phi_q(q, sines_cosines(mod, q), t, J)
-    return J
 
 
 def test_generated_block_solve_equals_a_dense_solve(six_bar):
@@ -32,7 +25,7 @@ def test_generated_block_solve_equals_a_dense_solve(six_bar):
     assert "lu_factor_block(LU" not in open(mod.__file__).read()    # not the LU loops
     (rows0, cols0), (rows1, cols1) = kin.plan.lu
     assert len(cols0) == len(cols1) == 2      # the second block reads the first's unknowns:
-    assert np.any(_jacobian(mod, system, system.q0)[np.ix_(list(rows1), list(cols0))] != 0)
+    assert np.any(jacobian(mod, system, system.q0)[np.ix_(list(rows1), list(cols0))] != 0)
     res = kin.simulate(1.0, 1e-2)
     states = [[res.channel(f"coordinate.{c.name}")[k] for c in system.coordinates]
               for k in (0, 37, 81)]
@@ -42,7 +35,7 @@ def test_generated_block_solve_equals_a_dense_solve(six_bar):
 def test_singular_block_is_reported(six_bar):
     """A diagonal block with a zero column: factor_d says False (the run then names the step)."""
     mod, system = six_bar.generated.module, six_bar.system
-    J = _jacobian(mod, system, system.q0)
+    J = jacobian(mod, system, system.q0)
     J[:, six_bar.plan.lu[1][1][0]] = 0.0
     assert not mod.factor_d(J, mod.dep_workspace())
 

@@ -608,8 +608,7 @@ def run_recorded(integ, mode, y_, q_, qd_, t0, dt, first, n_steps, record_every,
         ok = embedded_rhs(mode, q, qd, t, tol, max_iter, a1, a2, qdd, ws, W) >= 0
         if ok and max_residual < np.inf:
             residual(q, t, r, ws)
-            for c in range(NC_):
-                ok = ok and abs(r[c]) <= max_residual
+            ok = largest(r) <= max_residual
         if not ok:
             if s > first:                # back to the last good state, step s - 1
                 for a in range(2 * nf):

@@ -253,7 +253,7 @@ def _newton_source(name, res, jac, unknowns, full=False, n_eq=None):
     # over-determined: the equations are consistent only as far as the earlier blocks'
     # tolerance allows, so a Gauss-Newton step below tol also ends the iteration
     stop = "" if square else """
-        if step <= tol:
+        if largest(x) <= tol:
             return it + 1"""
     # on all coordinates: the global Phi and Phi_q, which read the sines and cosines of trig
     args = "q, sc, t" if full else "q, t"
@@ -280,10 +280,8 @@ def {name}(q, t, tol, max_iter):
         if not lu_factor_block(A, 0, n, piv, 0.0):
             return -1
         lu_solve(A, n, piv, x)
-        step = 0.0
         for a in range(n):
-            q[cols[a]] -= x[a]
-            step = max(step, abs(x[a])){stop}
+            q[cols[a]] -= x[a]{stop}
     return -1
 '''
 
@@ -311,7 +309,7 @@ def _secant_source(name, inner, res, block, block_res, fallback):
 def {name}(q, t, tol, max_iter):
     rb = np.zeros({len(block.equations)})
     {block_res}(q, t, rb)
-    if np.abs(rb).max() <= tol:
+    if largest(rb) <= tol:
         return 0
     cols = np.array({others}, dtype=np.int64)
     start = np.empty(cols.shape[0])
@@ -327,7 +325,7 @@ def {name}(q, t, tol, max_iter):
     for it in range(1, max_iter + 1):
         if abs(f) <= tol:   # the inner equations too (not so where a root was clamped)
             {block_res}(q, t, rb)
-            if np.abs(rb).max() <= max(tol, {INNER_CHECK!r}):
+            if largest(rb) <= max(tol, {INNER_CHECK!r}):
                 return it
             break
         f0 = f

@@ -189,7 +189,7 @@ def _factor_patterns(generated, system, q0):
 def _companion(generated):
     """The run kernels, compiled against the embedded module's generated kernels."""
     header = (f"from {generated.__name__} import (trig, phi, phi_q, phi_t, gamma, mass, forces, "
-              "potential, solve_small, NQ_, NC_, MNZ_I, MNZ_J)")
+              "potential, solve_small, largest, NQ_, NC_, MNZ_I, MNZ_J)")
     name = generated.__name__.removeprefix("kinedyn_generated_") + "_stabilized"
     module, _ = build_module(name, [], _SOURCE, header)
     return module
@@ -348,13 +348,9 @@ def run_stabilized(method, times, q, qd, Q, QD, QDD, RES, VRES, ENERGY, alpha, b
         Q[k] = q
         QD[k] = qd
         QDD[k] = qdd
-        worst = 0.0
-        wv = 0.0
-        for c in range(NC_):
-            worst = max(worst, abs(ws[3][c]))
-            wv = max(wv, abs(ws[1][c]))
+        worst = largest(ws[3])                 # NaN if Phi has one
         RES[k] = worst
-        VRES[k] = wv
+        VRES[k] = largest(ws[1])
         ENERGY[k] = ws[11][0] + potential(q)
         if not worst < 1e3:                    # diverged (or NaN): stop here
             RES[k] = np.inf
