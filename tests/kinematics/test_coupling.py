@@ -39,7 +39,7 @@ def test_code_equals_the_loop_and_the_dense_product(model, stewart_groups):
     rng = np.random.default_rng(3)
     jac = kin.jacobian(kin.q_assembled + 0.1 * rng.standard_normal(kin.f.n_q))
     values, J = jac.data.copy(), jac.toarray()  # values in the formulation's entry order
-    plans = list(kin.engine.plans) + list(kin.engine.levels.plans)
+    plans = list(kin.engine.plans) + list(kin.engine.units.plans)
     coupled = [p for p in plans if len(p.coupling_pos)]
     assert coupled, "the legs read the terminal group's coordinates"
     for plan in plans:

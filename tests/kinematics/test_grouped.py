@@ -52,8 +52,8 @@ def test_group_failure_names_group_and_constraint():
     kin = Kinematics(get("stewart-paper").compile(), strategy="groups", max_iter=1)
     guess = kin.q_assembled.copy()
     guess[kin.engine.groups[3].unknowns[0]] += 0.05
-    with pytest.raises(ConvergenceError, match=r"structural group G\d \(") as e:
-        kin.solve(0.0, q_guess=guess)
+    with pytest.raises(ConvergenceError, match=r"structural group G3 \(") as e:
+        kin.solve(0.0, q_guess=guess)  # G3 is one of the six legs, solved as one unit
     assert e.value.constraints and e.value.time == 0.0
 
 
@@ -82,7 +82,39 @@ def test_threads_give_the_serial_results(solver):
     chunks = [k.simulate(0.6, 0.01, progress=lambda done, total: None) for k in (one, kin)]
     for field in ("q", "qd", "qdd"):
         np.testing.assert_array_equal(getattr(chunks[1], field), getattr(chunks[0], field))
+    # coarse steps (up to 11 iterations per step): each group still iterates on its own, in a
+    # unit of six legs (serial) or of three (each thread)
+    coarse = [k.simulate(1.0, 0.1) for k in (one, kin)]
+    for field in ("q", "qd", "qdd", "iterations"):
+        np.testing.assert_array_equal(getattr(coarse[1], field), getattr(coarse[0], field))
     kin.engine.close()
+
+
+@pytest.mark.parametrize("solver", ["dense", "sparse"])
+def test_a_unit_keeps_its_groups_own_iterations(solver):
+    """Converged steps: a unit's groups each do their own chord and Newton-Raphson iterations,
+    as if solved alone. The Stewart platform's terminal group (alone on the first level, so
+    independent of the legs) solved by the global run kernel on its plan alone gives the
+    same coordinates, bit for bit, at a fine and at a coarse step."""
+    from kinedyn.kinematics import kernels as K
+    from kinedyn.parallel.team import private_copy
+    m = get("stewart-paper").compile()
+    for dt in (0.01, 0.1):
+        kin = Kinematics(m, solver=solver, strategy="groups", tol=1e-10, max_iter=40)
+        res = kin.simulate(1.0, dt)
+        e = kin.engine
+        (g,) = e.units.groups[0]
+        cols = e.plans[g].cols
+        n, q = len(res.time), kin.q_assembled.copy()
+        outs = K.outputs(n, len(q))
+        pw = K.PlanWork(np.zeros(len(cols)), np.zeros(len(cols)), np.zeros(kin.nnz))
+        st, _ = K.run(kin.data, kin.work, e.solvers[g], private_copy(e.sworks[g]), e.plans[g],
+                      pw, res.time, q, np.zeros_like(q), np.zeros_like(q), 0, n, kin.tol,
+                      kin.max_iter, False, True, *outs)
+        assert st == K.OK
+        for got, alone in zip((res.q, res.qd, res.qdd), outs[:3]):
+            np.testing.assert_array_equal(got[:, cols], alone[:, cols])
+        assert res.iterations.max() > 4  # chord iterations, not one Newton step
 
 
 @pytest.mark.parametrize("fixed", [False, True])
@@ -166,7 +198,7 @@ def test_paper_step_by_level_gives_each_groups_arithmetic():
         m = get(name).compile()
         kw = dict(strategy="groups", fixed_iterations=True, max_iter=2)
         kin = Kinematics(m, **kw)
-        assert kin.engine._by_units(True) and len(kin.engine.levels.plans) == 2
+        assert len(kin.engine.units.plans) == 2  # the terminal group, the legs
         serial = kin.simulate(0.3, 0.01)
         threaded = Kinematics(m, threads=(2, 1), **kw)
         r = threaded.engine.runner  # what a worker solves on a level is one unit
@@ -189,13 +221,13 @@ def test_large_levels_call_each_groups_code(monkeypatch):
     m = get("scissor-platform-6x1").compile()
     kw = dict(strategy="groups", fixed_iterations=True, max_iter=2)
     whole = Kinematics(m, **kw)
-    legs = whole.engine.levels.solvers[1]
+    legs = whole.engine.units.solvers[1]
     assert len(legs.code) == lu_codegen.CODE_WIDTH  # one code for the six legs together
     expected = whole.simulate(0.3, 0.01)
     monkeypatch.setattr(lu_codegen, "LIMIT", max(cost(s) for s in whole.engine.solvers))
     for threads in ((1, 1), (2, 1)):
         kin = Kinematics(m, threads=threads, **kw)
-        units = kin.engine.levels if threads[0] == 1 else kin.engine.runner.units
+        units = kin.engine.units if threads[0] == 1 else kin.engine.runner.units
         several = [(s, g) for s, g in zip(units.solvers, units.groups) if len(g) > 1]
         assert several and all(len(s.code) == lu_codegen.CODE_WIDTH * len(g) for s, g in several)
         got = kin.simulate(0.3, 0.01)

@@ -42,7 +42,7 @@ def test_one_iteration_is_the_papers_update(stewart, strategy):
         blocks = [(kin.rows, np.arange(kin.f.n_q))]
     else:
         blocks = [(np.array(g.equations), np.array(g.unknowns))
-                  for g in (kin.engine.groups[k] for k in kin.engine.order)]
+                  for g in (kin.engine.groups[k] for u in kin.engine.units.groups for k in u)]
         assert len(blocks) == 7
     q, qd, qdd = paper_update(kin.f, q0, t, blocks)
     s = kin.solve(t, q_guess=q0)

@@ -40,7 +40,7 @@ from ..parallel.team import (ABORT, NEVER, SPINS, Team, atomic_add,  # noqa: F40
                              atomic_load, atomic_store, barrier, first_failure, make_sync,
                              private_copy, private_zeros, publish_failure, sched_yield)
 from . import kernels as K
-from .grouped import _group_pva
+from .grouped import unit_step
 
 
 # ---- the worker kernel ------------------------------------------------------------------------
@@ -64,28 +64,31 @@ def predict(times, k, cols, q, qd, qdd, qdd_old):
 
 
 @nb.njit(cache=True, nogil=True)
-def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, solve_ptr_, n_levels, w,
-               n_workers, replicate, sync_, times_, state_, owner_, start, stop, tol, max_iter,
-               fixed, extrapolate, out_q_, out_qd_, out_qdd_, out_res_, out_iter_, status_):
+def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, unit_ptr_, gsolvers_,
+               gsworks_, gplans_, gpws_, n_levels, w, n_workers, replicate, sync_, times_,
+               state_, owner_, start, stop, tol, max_iter, fixed, extrapolate, out_q_, out_qd_,
+               out_qdd_, out_res_, out_iter_, status_):
     """Worker ``w`` of ``n_workers``: steps ``start..stop-1`` for its groups.
 
-    Entries ``solve_ptr[w * n_levels + lv]`` to ``solve_ptr[w * n_levels + lv + 1] - 1`` of the
-    tuples of solvers, plans and their scratch are what it solves on level ``lv``: its groups
-    (and, with ``replicate``, its copies of the ancestors others own), each with scratch of its
-    own - or, in the paper's step with the sparse solver, its one unit (those groups as one
-    block-diagonal system, :class:`~.grouped.Units`). ``state[r]`` holds q, qd, qdd and the
-    accelerations of the step before (:func:`predict`); ``r = w`` with ``replicate``, else the
-    shared ``r = 0`` and a barrier after every level. Column ``c`` is recorded by worker
+    Units ``unit_ptr[w * n_levels + lv]`` to ``unit_ptr[w * n_levels + lv + 1] - 1`` (their
+    solvers to unit works, :meth:`~.grouped.Units.parts`) are what it solves on level ``lv``
+    (:func:`~.grouped.unit_step`): its groups (and, with ``replicate``, its copies of the
+    ancestors others own) - with the sparse solver as one block-diagonal system, with the dense
+    one group by group - each with scratch of its own; ``gsolvers`` to ``gpws`` are those of
+    the group instances the units' members index (their own Newton-Raphson). ``state[r]``
+    holds q, qd, qdd and the accelerations of the step before (:func:`predict`); ``r = w``
+    with ``replicate``, else the shared ``r = 0`` and a barrier after every level. Column ``c`` is recorded by worker
     ``owner[c]``. Every array is used through an unmanaged view: the arrays both workers use
     (sync, and q, qd, qdd at barriers) would otherwise have their reference counts incremented
     and decremented atomically by both cores at every inlined sub-problem, one cache line
     bouncing between them (Stewart platform, paper step, two workers: 63 -> 5.0 us per step).
     ``out_res``/``out_iter`` are (n_workers, n_steps); ``status[w]`` receives (status, step,
-    index solved) of a failure (status 0 when the worker finished)."""
-    data, works, solvers, sworks = unmanaged(data_), unmanaged(works_), unmanaged(solvers_), \
-        unmanaged(sworks_)
-    plans, pws = unmanaged(plans_), unmanaged(pws_)
-    solve_ptr, times = unmanaged(solve_ptr_), unmanaged(times_)
+    unit) of a failure (status 0 when the worker finished)."""
+    data, works = unmanaged(data_), unmanaged(works_)
+    units = (unmanaged(solvers_), unmanaged(sworks_), unmanaged(plans_), unmanaged(pws_),
+             unmanaged(uworks_))  # each on its own (compile time, grouped.run_groups)
+    groups = (unmanaged(gsolvers_), unmanaged(gsworks_), unmanaged(gplans_), unmanaged(gpws_))
+    unit_ptr, times = unmanaged(unit_ptr_), unmanaged(times_)
     state, owner = unmanaged(state_), unmanaged(owner_)
     out_q, out_qd, out_qdd = unmanaged(out_q_), unmanaged(out_qd_), unmanaged(out_qdd_)
     out_res, out_iter = unmanaged(out_res_), unmanaged(out_iter_)
@@ -105,16 +108,16 @@ def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, solve_ptr_, n_lev
         it_max, err_max = 0, 0.0
         for lv in range(n_levels):
             a = w * n_levels + lv
-            for g in range(solve_ptr[a], solve_ptr[a + 1]):
-                cols = plans[g].cols
+            for u in range(unit_ptr[a], unit_ptr[a + 1]):
+                cols = units[2][u].cols
                 if extrapolate:
                     predict(times, k, cols, q, qd, qdd, qdd_old)
-                st, it, err = _group_pva(data, work, solvers, sworks, plans, pws, g, q, qd, qdd,
-                                         t, tol, max_iter, fixed, track)
+                st, it, err = unit_step(data, work, units, groups, u, q, qd, qdd, t, tol,
+                                        max_iter, fixed, track)
                 if st != K.OK:
                     status[w, 0] = st
                     status[w, 1] = k
-                    status[w, 2] = g
+                    status[w, 2] = u
                     if replicate:
                         publish_failure(sync, w, k)
                         return
@@ -250,32 +253,36 @@ class ThreadedRunner:
                          for g, w in zip(self.instances, self.instance_worker))
         self.solvers = self.sworks = None
         self._built_from = None
-        # the paper's step (sparse): each worker's groups of a level as one block-diagonal
-        # system, as the serial run does with whole levels (the same arithmetic; the groups'
-        # chains of dependent operations overlap: scissor-platform-22x4 116 -> 96 us serial)
-        self.units = None
-        if engine.levels is not None:
-            ptr, groups, unit_values = [0], [], []
-            for w in range(n):
-                for level in self.solve[w]:
-                    if level:
-                        groups.append(tuple(level))
-                        unit_values.append(values[w])
-                    ptr.append(len(groups))
-            self.unit_ptr = np.array(ptr, np.int64)
-            self.units = engine.make_units(groups, unit_values, private_zeros)
+        # what a worker solves on a level, as units (GroupEngine.unit_groups: its share of the
+        # level as one block-diagonal system with the sparse solver, the same arithmetic as the
+        # serial run's whole levels; the groups' chains of dependent operations overlap:
+        # scissor-platform-22x4 paper step 116 -> 96 us serial), whose members are instances
+        groups, members, unit_values, ptr = [], [], [], [0]
+        for w in range(n):
+            for lv, level in enumerate(self.solve[w]):
+                a = w * self.n_levels + lv
+                instance = dict(zip(level, range(self.solve_ptr[a], self.solve_ptr[a + 1])))
+                for u in engine.unit_groups([level]):
+                    groups.append(u)
+                    members.append([instance[g] for g in u])
+                    unit_values.append(values[w])
+                ptr.append(len(groups))
+        self.unit_ptr = np.array(ptr, np.int64)
+        self.units = engine.make_units(groups, members, unit_values, private_zeros)
         self.team = Team(n, "kinedyn-group")
 
     def _instance_solvers(self):
-        """The solvers of the group instances, after each (re-)analysis by the engine: a group
-        solved by its owner uses the engine's solver scratch (so the state after a run is
-        where the serial engine keeps it), a copy of an ancestor scratch of its own."""
+        """The solvers of the group instances and of the units, after each (re-)analysis by the
+        engine: a group solved by its owner uses the engine's solver scratch (so the state
+        after a run is where the serial engine keeps it), a copy of an ancestor scratch of its
+        own."""
         e = self.engine
         if self._built_from is not e.sworks:
             self.solvers = tuple(e.solvers[g] for g in self.instances)
             self.sworks = tuple(e.sworks[g] if self.group_owner[g] == w
                                 else private_copy(e.sworks[g])
                                 for g, w in zip(self.instances, self.instance_worker))
+            e.unit_solvers(self.units, self.solvers, self.sworks)
             self._built_from = e.sworks
 
     def run(self, times, q, qd, qdd, start, stop, tol, max_iter, fixed, extrapolate, outs):
@@ -288,13 +295,9 @@ class ThreadedRunner:
         state[:, 0], state[:, 1], state[:, 2] = q, qd, qdd
         if start >= 2:
             state[:, 3] = out_qdd[start - 2]
-        by_unit = e._by_units(fixed)
-        if by_unit:
-            u = self.units
-            parts = (u.solvers, u.sworks, u.plans, u.pws, self.unit_ptr)
-        else:
-            self._instance_solvers()
-            parts = (self.solvers, self.sworks, self.plans, self.pws, self.solve_ptr)
+        self._instance_solvers()
+        parts = (*self.units.parts(), self.unit_ptr, self.solvers, self.sworks, self.plans,
+                 self.pws)
 
         def work(w):
             run_worker(e.kin.data, self.works, *parts, self.n_levels, w, self.n, self.replicate,
@@ -311,9 +314,7 @@ class ThreadedRunner:
             # the failing worker's state: its group and that group's ancestors at step k
             row = w if self.replicate else 0
             q[:], qd[:], qdd[:] = state[row, 0], state[row, 1], state[row, 2]
-            g = (e.worst_group(self.units.groups[p], q, times[k]) if by_unit
-                 else int(self.instances[p]))
-            return st, k, g
+            return st, k, e.failed_group(self.units, p, q, times[k])
         rows = self.owner if self.replicate else np.zeros(n_q, np.int64)
         cols = np.arange(n_q)
         q[:], qd[:], qdd[:] = state[rows, 0, cols], state[rows, 1, cols], state[rows, 2, cols]
