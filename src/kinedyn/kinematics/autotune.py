@@ -41,7 +41,7 @@ PRUNE = 4.0  # candidates this many times slower than the best after two rounds 
 # 2 (2026-11-27): generated constraint code changed the strategies' relative speed, so the
 # choices measured before are dropped; 3 (2026-11-27): so did the generated coupling products
 # (the groups' Stewart paper step from 0.94 to 1.01 of global's on one thread); 4 (2026-11-28):
-# so did converged steps by units (the groups' converged Stewart step 0.87 -> 0.95 of global's)
+# so did converged steps by units (the groups' converged Stewart step 0.87 -> 0.90-0.93 of global's)
 CACHE_FORMAT = 4
 
 

@@ -150,9 +150,13 @@ class GroupEngine:
             return self.runner.run(times, q, qd, qdd, start, stop, tol, max_iter, fixed,
                                    extrapolate, outs)
         u = self.units
-        st, k, i = run_groups(self.kin.data, self.kin.work, *u.parts(), self.solvers,
-                              self.sworks, self.plans, self.pws, times, q, qd, qdd, start, stop,
-                              tol, max_iter, fixed, extrapolate, *outs)
+        if fixed:
+            st, k, i = run_paper(self.kin.data, self.kin.work, *u.parts(), times, q, qd, qdd,
+                                 start, stop, tol, max_iter, extrapolate, *outs)
+        else:
+            st, k, i = run_groups(self.kin.data, self.kin.work, *u.parts(), self.solvers,
+                                  self.sworks, self.plans, self.pws, times, q, qd, qdd, start,
+                                  stop, tol, max_iter, extrapolate, *outs)
         return st, k, (self.failed_group(u, i, q, times[min(k, len(times) - 1)]) if i >= 0
                        else -1)
 
@@ -238,6 +242,7 @@ def _converged_unit(data, work, solver, swork, plan, pw, uw, groups, q, qd, t, t
     checked bit for bit against each group solved alone (tests/kinematics/test_grouped.py).
     """
     m = uw.members.shape[0]
+    uw.failed[0] = -1
     for j in range(m):
         uw.done[j] = 0
         uw.prev[j] = np.inf
@@ -295,43 +300,33 @@ def _converged_unit(data, work, solver, swork, plan, pw, uw, groups, q, qd, t, t
 
 
 @nb.njit(**INLINED)
-def unit_step(data, work, units, groups, u, q, qd, qdd, t, tol, max_iter, fixed, track):
-    """Positions, velocities and accelerations of unit ``u`` (``units``: :meth:`Units.parts`;
-    ``groups``: the groups' (solvers, solver works, plans, plan works)): the paper's step
-    with ``fixed`` (:func:`.kernels.paper_step`: ``max_iter`` Newton-Raphson iterations of the
-    whole unit, every group doing exactly that many), else converged, each group with its own
-    iterations (:func:`_converged_unit`; ``track``: the unit holds the factorisation of the
-    previous step's solution); then the accelerations (eq. 3). Inlined by LLVM
-    (``forceinline``, as are the kernels it calls) into its callers, so the tuples are never
-    copied into a call frame; only unit ``u``'s members are picked out, once."""
-    solver, swork, plan, pw, uw = units[0][u], units[1][u], units[2][u], units[3][u], units[4][u]
-    uw.failed[0] = -1
-    if fixed:
+def unit_step(data, work, units, groups, u, q, qd, qdd, t, tol, max_iter, track):
+    """Positions, velocities and accelerations of unit ``u`` (``units``: :meth:`Units.parts`).
+    Without ``groups`` (None: :func:`run_paper`) the paper's step (:func:`.kernels.paper_step`:
+    ``max_iter`` Newton-Raphson iterations of the whole unit, every group doing exactly that
+    many); with the groups' (solvers, solver works, plans, plan works) (:func:`run_groups`)
+    converged, each group with its own iterations (:func:`_converged_unit`; ``track``: the
+    unit holds the factorisation of the previous step's solution); then the accelerations
+    (eq. 3). Numba prunes the branch that ``groups``' type excludes, so each run kernel holds
+    one kind of step. Inlined by LLVM (``forceinline``, as are the kernels it calls) into its
+    callers, so the tuples are never copied into a call frame; only unit ``u``'s members are
+    picked out, once."""
+    solver, swork, plan, pw = units[0][u], units[1][u], units[2][u], units[3][u]
+    units[4][u].failed[0] = -1
+    if groups is None:
         st, it, err = K.paper_step(data, work, solver, swork, plan, pw, q, qd, t, tol, max_iter)
     else:
-        st, it, err = _converged_unit(data, work, solver, swork, plan, pw, uw, groups, q, qd, t,
-                                      tol, max_iter, track)
+        st, it, err = _converged_unit(data, work, solver, swork, plan, pw, units[4][u], groups,
+                                      q, qd, t, tol, max_iter, track)
     if st == K.OK:
         K.acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t)
     return st, it, err
 
 
-@nb.njit(cache=True, nogil=True)
-def run_groups(data_, work_, solvers_, sworks_, plans_, pws_, uworks_, gsolvers_, gsworks_,
-               gplans_, gpws_, times_, q_, qd_, qdd_, start, stop, tol, max_iter, fixed,
-               extrapolate, out_q_, out_qd_, out_qdd_, out_res_, out_iter_):
-    """Steps ``start..stop-1`` unit by unit (:func:`unit_step`; see :func:`.kernels.run` for
-    the tracking): the units' (solvers, solver works, plans, plan works, unit works), then
-    their groups' (solvers, solver works, plans, plan works). Returns ``(status, step,
-    failing unit)``. Each tuple is made unmanaged on its own: one ``unmanaged`` of all of them
-    nested took 17 s to compile (Stewart platform), against 2.5 s."""
-    data, work = unmanaged(data_), unmanaged(work_)
-    units = (unmanaged(solvers_), unmanaged(sworks_), unmanaged(plans_), unmanaged(pws_),
-             unmanaged(uworks_))
-    groups = (unmanaged(gsolvers_), unmanaged(gsworks_), unmanaged(gplans_), unmanaged(gpws_))
-    times, q, qd, qdd = unmanaged(times_), unmanaged(q_), unmanaged(qd_), unmanaged(qdd_)
-    out_q, out_qd, out_qdd = unmanaged(out_q_), unmanaged(out_qd_), unmanaged(out_qdd_)
-    out_res, out_iter = unmanaged(out_res_), unmanaged(out_iter_)
+@nb.njit(**INLINED)
+def _run_units(data, work, units, groups, times, q, qd, qdd, start, stop, tol, max_iter, fixed,
+               extrapolate, out_q, out_qd, out_qdd, out_res, out_iter):
+    """The steps of :func:`run_groups` (``groups``: converged) and :func:`run_paper` (None)."""
     for k in range(start, stop):
         t = times[k]
         if extrapolate:  # every coordinate at once (the threads: each its groups', same values)
@@ -340,7 +335,7 @@ def run_groups(data_, work_, solvers_, sworks_, plans_, pws_, uworks_, gsolvers_
         it_max, err_max = 0, 0.0
         for u in range(len(units[2])):
             st, it, err = unit_step(data, work, units, groups, u, q, qd, qdd, t, tol, max_iter,
-                                    fixed, track)
+                                    track)
             if st != K.OK:
                 return st, k, u
             it_max = max(it_max, it)
@@ -351,3 +346,39 @@ def run_groups(data_, work_, solvers_, sworks_, plans_, pws_, uworks_, gsolvers_
         out_res[k] = err_max
         out_iter[k] = it_max
     return K.OK, stop, -1
+
+
+@nb.njit(cache=True, nogil=True)
+def run_groups(data_, work_, solvers_, sworks_, plans_, pws_, uworks_, gsolvers_, gsworks_,
+               gplans_, gpws_, times_, q_, qd_, qdd_, start, stop, tol, max_iter, extrapolate,
+               out_q_, out_qd_, out_qdd_, out_res_, out_iter_):
+    """Steps ``start..stop-1`` converged to ``tol``, unit by unit (:func:`unit_step`; see
+    :func:`.kernels.run` for the tracking): the units' (solvers, solver works, plans, plan
+    works, unit works), then their groups' (solvers, solver works, plans, plan works).
+    Returns ``(status, step, failing unit)``. Each tuple is made unmanaged on its own: one
+    ``unmanaged`` of all of them nested took 17 s to compile (Stewart platform), against
+    2.5 s."""
+    units = (unmanaged(solvers_), unmanaged(sworks_), unmanaged(plans_), unmanaged(pws_),
+             unmanaged(uworks_))
+    groups = (unmanaged(gsolvers_), unmanaged(gsworks_), unmanaged(gplans_), unmanaged(gpws_))
+    return _run_units(unmanaged(data_), unmanaged(work_), units, groups, unmanaged(times_),
+                      unmanaged(q_), unmanaged(qd_), unmanaged(qdd_), start, stop, tol,
+                      max_iter, False, extrapolate, unmanaged(out_q_), unmanaged(out_qd_),
+                      unmanaged(out_qdd_), unmanaged(out_res_), unmanaged(out_iter_))
+
+
+@nb.njit(cache=True, nogil=True)
+def run_paper(data_, work_, solvers_, sworks_, plans_, pws_, uworks_, times_, q_, qd_, qdd_,
+              start, stop, tol, max_iter, extrapolate, out_q_, out_qd_, out_qdd_, out_res_,
+              out_iter_):
+    """:func:`run_groups` for the paper's step (``max_iter`` Newton-Raphson iterations per
+    step): a kernel of its own, without the groups' solvers and plans, which only the
+    converged step needs. One kernel for both modes took 0.1 us more per paper step (Stewart
+    platform, 2.4 us) and each call from Python 60 us instead of 22 (unboxing the groups'
+    arrays)."""
+    units = (unmanaged(solvers_), unmanaged(sworks_), unmanaged(plans_), unmanaged(pws_),
+             unmanaged(uworks_))
+    return _run_units(unmanaged(data_), unmanaged(work_), units, None, unmanaged(times_),
+                      unmanaged(q_), unmanaged(qd_), unmanaged(qdd_), start, stop, tol,
+                      max_iter, True, extrapolate, unmanaged(out_q_), unmanaged(out_qd_),
+                      unmanaged(out_qdd_), unmanaged(out_res_), unmanaged(out_iter_))

@@ -63,36 +63,28 @@ def predict(times, k, cols, q, qd, qdd, qdd_old):
         q[j] += h * qd[j] + 0.5 * h * h * qdd[j] + c * jerk
 
 
-@nb.njit(cache=True, nogil=True)
-def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, unit_ptr_, gsolvers_,
-               gsworks_, gplans_, gpws_, n_levels, w, n_workers, replicate, sync_, times_,
-               state_, owner_, start, stop, tol, max_iter, fixed, extrapolate, out_q_, out_qd_,
-               out_qdd_, out_res_, out_iter_, status_):
+@nb.njit(**INLINED)
+def _work(data, works, units, unit_ptr, groups, n_levels, w, n_workers, replicate, sync, times,
+          state, owner, start, stop, tol, max_iter, fixed, extrapolate, out_q, out_qd, out_qdd,
+          out_res, out_iter, status):
     """Worker ``w`` of ``n_workers``: steps ``start..stop-1`` for its groups.
 
     Units ``unit_ptr[w * n_levels + lv]`` to ``unit_ptr[w * n_levels + lv + 1] - 1`` (their
     solvers to unit works, :meth:`~.grouped.Units.parts`) are what it solves on level ``lv``
     (:func:`~.grouped.unit_step`): its groups (and, with ``replicate``, its copies of the
     ancestors others own) - with the sparse solver as one block-diagonal system, with the dense
-    one group by group - each with scratch of its own; ``gsolvers`` to ``gpws`` are those of
-    the group instances the units' members index (their own Newton-Raphson). ``state[r]``
-    holds q, qd, qdd and the accelerations of the step before (:func:`predict`); ``r = w``
-    with ``replicate``, else the shared ``r = 0`` and a barrier after every level. Column ``c`` is recorded by worker
-    ``owner[c]``. Every array is used through an unmanaged view: the arrays both workers use
-    (sync, and q, qd, qdd at barriers) would otherwise have their reference counts incremented
-    and decremented atomically by both cores at every inlined sub-problem, one cache line
-    bouncing between them (Stewart platform, paper step, two workers: 63 -> 5.0 us per step).
-    ``out_res``/``out_iter`` are (n_workers, n_steps); ``status[w]`` receives (status, step,
-    unit) of a failure (status 0 when the worker finished)."""
-    data, works = unmanaged(data_), unmanaged(works_)
-    units = (unmanaged(solvers_), unmanaged(sworks_), unmanaged(plans_), unmanaged(pws_),
-             unmanaged(uworks_))  # each on its own (compile time, grouped.run_groups)
-    groups = (unmanaged(gsolvers_), unmanaged(gsworks_), unmanaged(gplans_), unmanaged(gpws_))
-    unit_ptr, times = unmanaged(unit_ptr_), unmanaged(times_)
-    state, owner = unmanaged(state_), unmanaged(owner_)
-    out_q, out_qd, out_qdd = unmanaged(out_q_), unmanaged(out_qd_), unmanaged(out_qdd_)
-    out_res, out_iter = unmanaged(out_res_), unmanaged(out_iter_)
-    sync, status = unmanaged(sync_), unmanaged(status_)
+    one group by group - each with scratch of its own. ``groups``: the group instances'
+    (solvers, solver works, plans, plan works), which the units' members index (their own
+    Newton-Raphson in converged steps); None: the paper's step (:func:`run_worker_paper`).
+    ``state[r]`` holds q, qd, qdd and the accelerations of the step before (:func:`predict`);
+    ``r = w`` with ``replicate``, else the shared ``r = 0`` and a barrier after every level.
+    Column ``c`` is recorded by worker ``owner[c]``. Every array is used through an unmanaged
+    view: the arrays both workers use (sync, and q, qd, qdd at barriers) would otherwise have
+    their reference counts incremented and decremented atomically by both cores at every
+    inlined sub-problem, one cache line bouncing between them (Stewart platform, paper step,
+    two workers: 63 -> 5.0 us per step). ``out_res``/``out_iter`` are (n_workers, n_steps);
+    ``status[w]`` receives (status, step, unit) of a failure (status 0 when the worker
+    finished)."""
     work = works[w]
     n = owner.shape[0]
     r = w if replicate else 0
@@ -113,7 +105,7 @@ def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, unit_ptr
                 if extrapolate:
                     predict(times, k, cols, q, qd, qdd, qdd_old)
                 st, it, err = unit_step(data, work, units, groups, u, q, qd, qdd, t, tol,
-                                        max_iter, fixed, track)
+                                        max_iter, track)
                 if st != K.OK:
                     status[w, 0] = st
                     status[w, 1] = k
@@ -135,6 +127,41 @@ def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, unit_ptr
                 return
         out_res[w, k] = err_max
         out_iter[w, k] = it_max
+
+
+
+
+@nb.njit(cache=True, nogil=True)
+def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, unit_ptr_, gsolvers_,
+               gsworks_, gplans_, gpws_, n_levels, w, n_workers, replicate, sync_, times_,
+               state_, owner_, start, stop, tol, max_iter, extrapolate, out_q_, out_qd_,
+               out_qdd_, out_res_, out_iter_, status_):
+    """Worker ``w``'s steps converged to ``tol`` (:func:`_work`), the units' parts, then the
+    group instances' (each tuple unmanaged on its own: compile time, grouped.run_groups)."""
+    units = (unmanaged(solvers_), unmanaged(sworks_), unmanaged(plans_), unmanaged(pws_),
+             unmanaged(uworks_))
+    groups = (unmanaged(gsolvers_), unmanaged(gsworks_), unmanaged(gplans_), unmanaged(gpws_))
+    _work(unmanaged(data_), unmanaged(works_), units, unmanaged(unit_ptr_), groups, n_levels, w,
+          n_workers, replicate, unmanaged(sync_), unmanaged(times_), unmanaged(state_),
+          unmanaged(owner_), start, stop, tol, max_iter, False, extrapolate, unmanaged(out_q_),
+          unmanaged(out_qd_), unmanaged(out_qdd_), unmanaged(out_res_), unmanaged(out_iter_),
+          unmanaged(status_))
+
+
+@nb.njit(cache=True, nogil=True)
+def run_worker_paper(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, unit_ptr_,
+                     n_levels, w, n_workers, replicate, sync_, times_, state_, owner_, start,
+                     stop, tol, max_iter, extrapolate, out_q_, out_qd_, out_qdd_, out_res_,
+                     out_iter_, status_):
+    """Worker ``w``'s paper steps (:func:`_work`; a kernel of its own, without the group
+    instances, as :func:`~.grouped.run_paper`)."""
+    units = (unmanaged(solvers_), unmanaged(sworks_), unmanaged(plans_), unmanaged(pws_),
+             unmanaged(uworks_))
+    _work(unmanaged(data_), unmanaged(works_), units, unmanaged(unit_ptr_), None, n_levels, w,
+          n_workers, replicate, unmanaged(sync_), unmanaged(times_), unmanaged(state_),
+          unmanaged(owner_), start, stop, tol, max_iter, True, extrapolate, unmanaged(out_q_),
+          unmanaged(out_qd_), unmanaged(out_qdd_), unmanaged(out_res_), unmanaged(out_iter_),
+          unmanaged(status_))
 
 
 def _contiguous_split(loads, n_parts):
@@ -296,13 +323,16 @@ class ThreadedRunner:
         if start >= 2:
             state[:, 3] = out_qdd[start - 2]
         self._instance_solvers()
-        parts = (*self.units.parts(), self.unit_ptr, self.solvers, self.sworks, self.plans,
-                 self.pws)
+        if fixed:
+            kernel, parts = run_worker_paper, (*self.units.parts(), self.unit_ptr)
+        else:
+            kernel, parts = run_worker, (*self.units.parts(), self.unit_ptr, self.solvers,
+                                         self.sworks, self.plans, self.pws)
+        rest = (self.n, self.replicate, self.sync, times, self.state, self.owner, start, stop,
+                tol, max_iter, extrapolate, out_q, out_qd, out_qdd, res_w, it_w, self.status)
 
         def work(w):
-            run_worker(e.kin.data, self.works, *parts, self.n_levels, w, self.n, self.replicate,
-                       self.sync, times, self.state, self.owner, start, stop, tol, max_iter,
-                       fixed, extrapolate, out_q, out_qd, out_qdd, res_w, it_w, self.status)
+            kernel(e.kin.data, self.works, *parts, self.n_levels, w, *rest)
 
         self.team.run(work)
         out_res[start:stop] = res_w[:, start:stop].max(axis=0)
