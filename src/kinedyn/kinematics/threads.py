@@ -129,8 +129,6 @@ def _work(data, works, units, unit_ptr, groups, n_levels, w, n_workers, replicat
         out_iter[w, k] = it_max
 
 
-
-
 @nb.njit(cache=True, nogil=True)
 def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, unit_ptr_, gsolvers_,
                gsworks_, gplans_, gpws_, n_levels, w, n_workers, replicate, sync_, times_,
