@@ -242,7 +242,6 @@ def _converged_unit(data, work, solver, swork, plan, pw, uw, groups, q, qd, t, t
     checked bit for bit against each group solved alone (tests/kinematics/test_grouped.py).
     """
     m = uw.members.shape[0]
-    uw.failed[0] = -1
     for j in range(m):
         uw.done[j] = 0
         uw.prev[j] = np.inf
@@ -324,14 +323,14 @@ def unit_step(data, work, units, groups, u, q, qd, qdd, t, tol, max_iter, track)
 
 
 @nb.njit(**INLINED)
-def _run_units(data, work, units, groups, times, q, qd, qdd, start, stop, tol, max_iter, fixed,
+def _run_units(data, work, units, groups, times, q, qd, qdd, start, stop, tol, max_iter,
                extrapolate, out_q, out_qd, out_qdd, out_res, out_iter):
     """The steps of :func:`run_groups` (``groups``: converged) and :func:`run_paper` (None)."""
     for k in range(start, stop):
         t = times[k]
         if extrapolate:  # every coordinate at once (the threads: each its groups', same values)
             K.predict(times, k, q, qd, qdd, out_qdd)
-        track = k > start and not fixed  # the paper's fixed Newton iterations: no chord
+        track = k > start  # chord iterations from the factorisation held (converged only)
         it_max, err_max = 0, 0.0
         for u in range(len(units[2])):
             st, it, err = unit_step(data, work, units, groups, u, q, qd, qdd, t, tol, max_iter,
@@ -363,7 +362,7 @@ def run_groups(data_, work_, solvers_, sworks_, plans_, pws_, uworks_, gsolvers_
     groups = (unmanaged(gsolvers_), unmanaged(gsworks_), unmanaged(gplans_), unmanaged(gpws_))
     return _run_units(unmanaged(data_), unmanaged(work_), units, groups, unmanaged(times_),
                       unmanaged(q_), unmanaged(qd_), unmanaged(qdd_), start, stop, tol,
-                      max_iter, False, extrapolate, unmanaged(out_q_), unmanaged(out_qd_),
+                      max_iter, extrapolate, unmanaged(out_q_), unmanaged(out_qd_),
                       unmanaged(out_qdd_), unmanaged(out_res_), unmanaged(out_iter_))
 
 
@@ -380,5 +379,5 @@ def run_paper(data_, work_, solvers_, sworks_, plans_, pws_, uworks_, times_, q_
              unmanaged(uworks_))
     return _run_units(unmanaged(data_), unmanaged(work_), units, None, unmanaged(times_),
                       unmanaged(q_), unmanaged(qd_), unmanaged(qdd_), start, stop, tol,
-                      max_iter, True, extrapolate, unmanaged(out_q_), unmanaged(out_qd_),
+                      max_iter, extrapolate, unmanaged(out_q_), unmanaged(out_qd_),
                       unmanaged(out_qdd_), unmanaged(out_res_), unmanaged(out_iter_))

@@ -65,8 +65,8 @@ def predict(times, k, cols, q, qd, qdd, qdd_old):
 
 @nb.njit(**INLINED)
 def _work(data, works, units, unit_ptr, groups, n_levels, w, n_workers, replicate, sync, times,
-          state, owner, start, stop, tol, max_iter, fixed, extrapolate, out_q, out_qd, out_qdd,
-          out_res, out_iter, status):
+          state, owner, start, stop, tol, max_iter, extrapolate, out_q, out_qd, out_qdd, out_res,
+          out_iter, status):
     """Worker ``w`` of ``n_workers``: steps ``start..stop-1`` for its groups.
 
     Units ``unit_ptr[w * n_levels + lv]`` to ``unit_ptr[w * n_levels + lv + 1] - 1`` (their
@@ -96,7 +96,7 @@ def _work(data, works, units, unit_ptr, groups, n_levels, w, n_workers, replicat
         if replicate and first_failure(sync, n_workers) <= k:
             return
         t = times[k]
-        track = k > start and not fixed
+        track = k > start  # chord iterations from the factorisation held (converged only)
         it_max, err_max = 0, 0.0
         for lv in range(n_levels):
             a = w * n_levels + lv
@@ -141,7 +141,7 @@ def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, unit_ptr
     groups = (unmanaged(gsolvers_), unmanaged(gsworks_), unmanaged(gplans_), unmanaged(gpws_))
     _work(unmanaged(data_), unmanaged(works_), units, unmanaged(unit_ptr_), groups, n_levels, w,
           n_workers, replicate, unmanaged(sync_), unmanaged(times_), unmanaged(state_),
-          unmanaged(owner_), start, stop, tol, max_iter, False, extrapolate, unmanaged(out_q_),
+          unmanaged(owner_), start, stop, tol, max_iter, extrapolate, unmanaged(out_q_),
           unmanaged(out_qd_), unmanaged(out_qdd_), unmanaged(out_res_), unmanaged(out_iter_),
           unmanaged(status_))
 
@@ -157,7 +157,7 @@ def run_worker_paper(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, un
              unmanaged(uworks_))
     _work(unmanaged(data_), unmanaged(works_), units, unmanaged(unit_ptr_), None, n_levels, w,
           n_workers, replicate, unmanaged(sync_), unmanaged(times_), unmanaged(state_),
-          unmanaged(owner_), start, stop, tol, max_iter, True, extrapolate, unmanaged(out_q_),
+          unmanaged(owner_), start, stop, tol, max_iter, extrapolate, unmanaged(out_q_),
           unmanaged(out_qd_), unmanaged(out_qdd_), unmanaged(out_res_), unmanaged(out_iter_),
           unmanaged(status_))
 
