@@ -260,7 +260,10 @@ def test_torn_block_falls_back_to_newton():
     """The beta1-driven Stephenson-III's torn block from a tear value 0.5 rad off: L_theta has
     no real solution there, the secant stops and Newton on the whole block, from where the
     call started, finds the configuration; the compiled secant does the same. Without
-    tearing the block is Newton's."""
+    tearing the block is Newton's. Along a 1-s run (h = 1 ms, tol 1e-12) the compiled secant
+    gives Newton's positions, and from the third step on its first step, with the slope
+    predicted from the last two steps' secants, converges: two closed-form evaluations per
+    step (three with the plain second point)."""
     from kinedyn.models.sixbar import STEPHENSON3_CUT
     from kinedyn.symbolic.analysis import TriangularKinematics
     model = kinedyn.models.get("stephenson3-beta1").compile()
@@ -275,8 +278,19 @@ def test_torn_block_falls_back_to_newton():
     assert np.abs(q - q0).max() <= 1e-10 and np.abs(eqs.residual(q, 0.0)).max() <= 1e-12
     kin = TriangularKinematics(model, plan=plan, joint_angles=True, cut=STEPHENSON3_CUT)
     qc = start.copy()
-    assert kin.generated.module.torn_0(qc, 0.0, 1e-12, 30) >= 1
+    module = kin.generated.module
+    assert module.torn_0(qc, 0.0, 1e-12, 30, module.position_workspace()) >= 1
     assert np.abs(qc - q0).max() <= 1e-10
+    kin.tol = 1e-12
+    torn = kin.simulate(1.0, 1e-3)
+    evaluations = torn.channel("iterations")
+    assert torn.channel("residual.position").max() <= 1e-11
+    assert evaluations[1] == 3 and (evaluations[3:] == 2).mean() >= 0.99
+    kin.position_solver = "newton"
+    newton = kin.simulate(1.0, 1e-3)
+    for c in ("beta2", "beta3", "beta4", "theta1"):
+        assert np.abs(torn.channel(f"coordinate.joint.{c}")
+                      - newton.channel(f"coordinate.joint.{c}")).max() <= 1e-10
     assert [b.kind for b in make_plan(eqs, time_limit=10, tear=False).blocks] == ["newton"]
 
 

@@ -112,7 +112,7 @@ SC_SLOT_ = 10  # and the sines and cosines (residual())
 
 @njit(cache=True)
 def workspace():
-    """DET, DI, B, PT, z, MV, F, G, A, rhs, sc (see embedded_rhs)."""
+    """DET, DI, B, PT, z, MV, F, G, A, rhs, sc, position_workspace() (see embedded_rhs)."""
     nf = IND.shape[0]
     nd = BCOL.shape[0]
     B = np.zeros((NQ_, nf))
@@ -120,7 +120,7 @@ def workspace():
         B[IND[a], a] = 1.0
     return (np.zeros(BPTR.shape[0] - 1), np.zeros((nd, NBMAX_)), B, np.zeros(nd), np.zeros(NQ_),
             np.zeros(MUP_I.shape[0]), np.zeros(NQ_), np.zeros(nd), np.zeros((nf, nf)),
-            np.zeros(nf), np.zeros(2 * NQ_))
+            np.zeros(nf), np.zeros(2 * NQ_), position_workspace())
 
 
 @njit(cache=True)
@@ -138,8 +138,8 @@ def cholesky_solve(A, b):
 def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
     """(B^T M B) qdd_i = B^T (F - M z) (eq. 2.28), block by block; q, qd: independent parts
     in, full out. Returns the position iterations, -1 on failure."""
-    DET, DI, B, PT, z, MV, F, G, A, rhs, sc = ws
-    it = position(mode, q, t, tol, max_iter)
+    DET, DI, B, PT, z, MV, F, G, A, rhs, sc, P = ws
+    it = position(mode, q, t, tol, max_iter, P)
     if it < 0:
         return -1
     trig(q, sc)

@@ -395,7 +395,7 @@ def workspace():
     nf = IND.shape[0]
     return (np.zeros((NC_, NQ_)), np.zeros(NC_), np.zeros((NC_, nf + 1)), np.zeros((NQ_, nf + 1)),
             np.zeros((NQ_, nf)), np.zeros(NQ_), np.zeros((NQ_, NQ_)), np.zeros(NQ_),
-            np.zeros((nf, nf)), np.zeros(nf), np.zeros(2 * NQ_))
+            np.zeros((nf, nf)), np.zeros(nf), np.zeros(2 * NQ_), position_workspace())
 
 
 @inlined
@@ -405,8 +405,8 @@ def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
     Phi_d is factorised block by block (the plan's loops / legs; kinedyn.symbolic.blocksolve
     or LU) once and used for qd_d, the columns of B and z = B' qd_i + C'; M is used through its
     nonzero pattern."""
-    J, pt, R, X, B, z, M, F, A, rhs, sc = ws
-    it = position(mode, q, t, tol, max_iter)
+    J, pt, R, X, B, z, M, F, A, rhs, sc, P = ws
+    it = position(mode, q, t, tol, max_iter, P)
     if it < 0:
         return -1
     trig(q, sc)                                    # read by every kernel below
@@ -472,7 +472,7 @@ def accelerations(B, z, qdd_i, qd, qdd, qi_dot, qi_ddot):
 @njit(cache=True)
 def complete(q, qd, t, mode, tol, max_iter):
     """Dependent positions and velocities from the independent ones; -1 on failure."""
-    it = position(mode, q, t, tol, max_iter)
+    it = position(mode, q, t, tol, max_iter, position_workspace())
     if it < 0:
         return -1
     sc = np.zeros(2 * NQ_)

@@ -131,6 +131,7 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
     kernels.append(Kernel("inputs", ("t", "q", "qd", "qdd"), {}, inputs))
     extra = []
     calls_tri, calls_blk = [], []
+    n_torn = 0
     dep_set = set(int(i) for i in system.dependent)
     fused = plan.fully_triangular and all(   # no block reads another block's unknowns
         Jq[r, c] == 0 for b in plan.blocks for r in b.equations for c in dep_set - set(b.unknowns))
@@ -160,7 +161,8 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
             kernels.append(Kernel(f"tres_{k}", ("q", "t", "r"), _reads(q),
                                   [("r[0]", every[block.residual])]))
             extra.append(_secant_source(f"torn_{k}", inner, f"tres_{k}", block, f"res_{k}",
-                                        f"newton_{k}"))
+                                        f"newton_{k}", n_torn))
+            n_torn += 1
             if _RESET not in extra:
                 extra.append(_RESET)
             calls_tri.append(f"torn_{k}")
@@ -193,7 +195,10 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
                         f"BPTR = np.array({ptr}, dtype=np.int64)",
                         f"CPTR = np.array({cptr}, dtype=np.int64)",
                         f"CPL = np.array({coupling}, dtype=np.int64)",
-                        f"NQ_ = {system.n_q}", f"NC_ = {system.n_c}"])
+                        f"NQ_ = {system.n_q}", f"NC_ = {system.n_c}",
+                        # position_workspace()'s rows: Phi's, or a block's with derived equations
+                        f"PROWS_ = {max([system.n_c] + [len(b.equations) for b in plan.blocks])}",
+                        f"NTORN_ = {n_torn}"])
     if rod:                      # Phi_d through the rod reduction (_ROD_LU)
         core_rows, core_cols, rod_rows, rod_cols = rod
         header += "\n" + "\n".join([
@@ -224,14 +229,16 @@ def _newton_source(name, res, jac, unknowns, full=False, n_eq=None):
     """Newton-Raphson on ``unknowns`` with generated residual and Jacobian; with more equations
     than unknowns (a rod's three joint equations in its two angles), Gauss-Newton on the normal
     equations (the equations are consistent: quadratic convergence). The step is solved in
-    place (``kinedyn.linalg.small``: LU with partial pivoting on work arrays allocated once per
-    call): ``np.linalg.solve`` took 335 / 500 / 660 ns for 2 x 2 / 3 x 3 / 5 x 5 systems from
-    compiled code, these 80 / 145 / 140 ns. A singular step matrix fails the call (-1)."""
+    place (``kinedyn.linalg.small``: LU with partial pivoting): ``np.linalg.solve`` took 335 /
+    500 / 660 ns for 2 x 2 / 3 x 3 / 5 x 5 systems from compiled code, these 80 / 145 / 140 ns.
+    Its arrays are the caller's (``S``, :func:`position_workspace`, shared by every block): the
+    six arrays a call allocated for itself cost 200-260 ns, as much as a landing gear's whole
+    step when its tracked guess needs no iteration. A singular step matrix fails the call (-1)."""
     n = len(unknowns)
     n_eq = n if n_eq is None else n_eq
-    cols = "DEP" if full else f"np.array({[int(u) for u in unknowns]}, dtype=np.int64)"
+    cols = "DEP" if full else f"COLS_{name}"
     rows = "NC_" if full else str(n_eq)
-    jshape = "(NC_, NQ_)" if full else f"({n_eq}, {n})"
+    jcols = "NQ_" if full else str(n)
     square = n_eq == n or full
     col = "cols[b]" if full else "b"
     if square:        # A = Phi_d (the unknowns' columns), x = r
@@ -253,25 +260,25 @@ def _newton_source(name, res, jac, unknowns, full=False, n_eq=None):
     # over-determined: the equations are consistent only as far as the earlier blocks'
     # tolerance allows, so a Gauss-Newton step below tol also ends the iteration
     stop = "" if square else """
-        if largest(x) <= tol:
+        if largest(x[:n]) <= tol:
             return it + 1"""
     # on all coordinates: the global Phi and Phi_q, which read the sines and cosines of trig
     args = "q, sc, t" if full else "q, t"
     trig = "\n        trig(q, sc)" if full else ""
-    alloc = "\n    sc = np.zeros(2 * NQ_)" if full else ""
+    const = "" if full else f"COLS_{name} = np.array({[int(u) for u in unknowns]}, dtype=np.int64)\n\n"
     return f'''
+{const}
 @njit(cache=True)
-def {name}(q, t, tol, max_iter):
+def {name}(q, t, tol, max_iter, S):
+    r, J, A, x, piv, sc = S[:6]
     cols = {cols}
     n = cols.shape[0]
-    r = np.zeros({rows})
-    J = np.zeros({jshape})
-    A = np.empty((n, n))
-    x = np.empty(n)
-    piv = np.empty(n, dtype=np.int64){alloc}
+    for a in range({rows}):     # the Jacobian kernel writes only the nonzeros
+        for b in range({jcols}):
+            J[a, b] = 0.0
     for it in range(max_iter + 1):{trig}
         {res}({args}, r)
-        if largest(r) <= tol:
+        if largest(r[:{rows}]) <= tol:
             return it
         if it == max_iter:
             break
@@ -286,7 +293,7 @@ def {name}(q, t, tol, max_iter):
 '''
 
 
-def _secant_source(name, inner, res, block, block_res, fallback):
+def _secant_source(name, inner, res, block, block_res, fallback, index):
     """The secant method on a torn block's tear coordinate (:class:`~.triangular.TornBlock`):
     first the whole block's residual (``block_res``) at the guess, as Newton checks it (a
     tracked guess often satisfies a loose tolerance already); else each secant evaluation
@@ -295,37 +302,56 @@ def _secant_source(name, inner, res, block, block_res, fallback):
     negative discriminant leaves its own equation unsatisfied). If the secant stalls, meets a
     NaN or fails that check, Newton on the whole block (``fallback``) from the values the call
     started with. Returns the number of closed-form evaluations (or Newton's iterations), -1
-    on failure."""
+    on failure. Works in the caller's arrays ``S`` as the Newton blocks do.
+
+    The secant's second point: a Newton step with the slope at the solution predicted from
+    the block's last two converged secants (their final slopes, ``S[7][2 index:2 index + 2]``,
+    kept for the run; linear extrapolation, or the last slope alone after one), else the plain
+    x0 + SECANT_STEP (1 + |x0|) of the Python twin (``Plan._torn_block``). From a tracked
+    guess that step converges at once: two closed-form evaluations per step instead of three
+    (the last slope alone: one step in two on the Stephenson-III beta1, as the tear's slope
+    changes by about h relative per step)."""
     from .triangular import INNER_CHECK, SECANT_STEP
     tear = int(block.tear)
     others = [int(u) for u in block.unknowns if int(u) != tear]
+    m = len(block.equations)
     # every evaluation starts from the guess: the inner closed forms keep the roots nearest
     # the unknowns' values in q, which must be the guess's, not the last secant iterate's (the
     # free Stephenson-III near its limit position: an iterate's roots on the other assembly
     # mode led the next evaluations there, and the secant converged on that mode)
     evaluate = "reset(q, cols, start); " + "; ".join(f"{f}(q, t)" for f in inner)
     return f'''
+OTHERS_{name} = np.array({others}, dtype=np.int64)
+
+
 @njit(cache=True)
-def {name}(q, t, tol, max_iter):
-    rb = np.zeros({len(block.equations)})
-    {block_res}(q, t, rb)
-    if largest(rb) <= tol:
+def {name}(q, t, tol, max_iter, S):
+    r, start, slope = S[0], S[6], S[7]
+    {block_res}(q, t, r)
+    if largest(r[:{m}]) <= tol:
         return 0
-    cols = np.array({others}, dtype=np.int64)
-    start = np.empty(cols.shape[0])
+    cols = OTHERS_{name}
     for a in range(cols.shape[0]):
         start[a] = q[cols[a]]
-    r = np.zeros(1)
     x0 = q[{tear}]
     tear0 = x0
     {evaluate}
     {res}(q, t, r)
     f = r[0]
-    x = x0 + {SECANT_STEP!r} * (1.0 + abs(x0))
+    s1, s = slope[{2 * index}], slope[{2 * index + 1}]
+    if s1 != 0.0:
+        s = 2.0 * s - s1
+    if s != 0.0 and abs(s) < np.inf:
+        x = x0 - f / s
+    else:
+        x = x0 + {SECANT_STEP!r} * (1.0 + abs(x0))
     for it in range(1, max_iter + 1):
         if abs(f) <= tol:   # the inner equations too (not so where a root was clamped)
-            {block_res}(q, t, rb)
-            if largest(rb) <= max(tol, {INNER_CHECK!r}):
+            {block_res}(q, t, r)
+            if largest(r[:{m}]) <= max(tol, {INNER_CHECK!r}):
+                if it > 1:      # a new slope at the solution
+                    slope[{2 * index}] = slope[{2 * index + 1}]
+                    slope[{2 * index + 1}] = s
                 return it
             break
         f0 = f
@@ -335,10 +361,13 @@ def {name}(q, t, tol, max_iter):
         f = r[0]
         if f == f0 or f != f:
             break
+        s = (f - f0) / (x - x0)
         x, x0 = x - f * (x - x0) / (f - f0), x
+    slope[{2 * index}] = 0.0
+    slope[{2 * index + 1}] = 0.0
     q[{tear}] = tear0
     reset(q, cols, start)
-    return {fallback}(q, t, tol, max_iter)
+    return {fallback}(q, t, tol, max_iter, S)
 '''
 
 
@@ -356,9 +385,11 @@ def _position_source(name, calls, plan, newton=False):
         if fn.startswith("tri_"):
             body.append(f"    {fn}(q, t)")
         else:
-            body += [f"    it = {fn}(q, t, tol, max_iter)", "    if it < 0:", "        return -1",
+            body += [f"    it = {fn}(q, t, tol, max_iter, S)", "    if it < 0:", "        return -1",
                      "    total += it"]
-    return "\n@njit(cache=True)\ndef " + name + "(q, t, tol, max_iter):\n    total = 0\n" + \
+    # inlined, as position(): a call would pass S's array descriptors by value (the four-bar's
+    # closed forms, which never read S, 163 -> 185 ns per step)
+    return "\n@inlined\ndef " + name + "(q, t, tol, max_iter, S):\n    total = 0\n" + \
         "\n".join(body) + "\n    return total\n"
 
 
@@ -377,13 +408,26 @@ def largest(r):
     return worst
 
 
-@njit(cache=True)
-def position(mode, q, t, tol, max_iter):
+@inlined
+def position(mode, q, t, tol, max_iter, S):
+    """The position solver ``mode`` (0 triangular, 1 blocks, 2 Newton) at time t, in the
+    arrays S of position_workspace(); its iterations, -1 on failure."""
     if mode == 0:
-        return position_triangular(q, t, tol, max_iter)
+        return position_triangular(q, t, tol, max_iter, S)
     if mode == 1:
-        return position_blocks(q, t, tol, max_iter)
-    return position_newton(q, t, tol, max_iter)
+        return position_blocks(q, t, tol, max_iter, S)
+    return position_newton(q, t, tol, max_iter, S)
+
+
+@njit(cache=True)
+def position_workspace():
+    """The arrays every iterated block of the position solvers works in, one after the other:
+    residual, Jacobian, step matrix, step, pivots, sines and cosines, a torn block's saved
+    values (sized for the largest block, Newton on all dependent coordinates included), and
+    each torn block's last two secant slopes (0: none yet)."""
+    nd = DEP.shape[0]
+    return (np.zeros(PROWS_), np.zeros((PROWS_, NQ_)), np.zeros((nd, nd)), np.zeros(nd),
+            np.zeros(nd, dtype=np.int64), np.zeros(2 * NQ_), np.zeros(nd), np.zeros(2 * NTORN_))
 
 
 @inlined
@@ -418,9 +462,9 @@ def acceleration(q, qd, qdd, sc, t, J, g, W):
 
 @njit(cache=True)
 def kinematic_workspace():
-    """(Phi_q, Phi_t, gamma, Phi, qd, qdd, sines and cosines) for run."""
+    """(Phi_q, Phi_t, gamma, Phi, qd, qdd, sines and cosines, position_workspace()) for run."""
     return (np.zeros((NC_, NQ_)), np.zeros(NC_), np.zeros(NC_), np.zeros(NC_), np.zeros(NQ_),
-            np.zeros(NQ_), np.zeros(2 * NQ_))
+            np.zeros(NQ_), np.zeros(2 * NQ_), position_workspace())
 
 
 @njit(cache=True)
@@ -429,7 +473,7 @@ def run(mode, times, q_, Q, QD, QDD, RES, ITER, tol, max_iter, extrapolate, ws_,
     (kinematic_workspace(), dep_workspace()) of the unmanaged views the steps work on, which
     spare every call below the reference counting of its array arguments (kinedyn._unmanaged:
     a six-bar's solve_d 92 -> 64 ns with the loops)."""
-    J, pt, g, r, qd, qdd, sc = unmanaged(ws_)
+    J, pt, g, r, qd, qdd, sc, P = unmanaged(ws_)
     W, q = unmanaged(W_), unmanaged(q_)
     for k in range(times.shape[0]):
         t = times[k]
@@ -438,7 +482,7 @@ def run(mode, times, q_, Q, QD, QDD, RES, ITER, tol, max_iter, extrapolate, ws_,
             for a in range(DEP.shape[0]):
                 q[DEP[a]] += h * qd[DEP[a]] + 0.5 * h * h * qdd[DEP[a]]
         inputs(t, q, qd, qdd)
-        it = position(mode, q, t, tol, max_iter)
+        it = position(mode, q, t, tol, max_iter, P)
         if it < 0:
             return k
         trig(q, sc)
