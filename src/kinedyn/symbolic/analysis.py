@@ -20,7 +20,7 @@ from ..io.results import Results
 from ..model.compiled import CompiledModel
 from .equations import ConstraintSystem, planar_coordinates
 from .spatial import spatial_coordinates
-from .kernels import generate
+from .kernels import generate, sines_cosines
 from .triangular import make_plan
 
 POSITION_SOLVERS = {"triangular": 0, "blocks": 1, "newton": 2}
@@ -84,6 +84,11 @@ class TriangularKinematics:
         self.generation_seconds = _time.perf_counter() - start
         self._warm_up()
 
+    def _no_assembly(self, residual, t):
+        raise AssemblyError(f"{self.system.name}: the triangular solution leaves a residual of "
+                            f"{residual:.3g} (no real assembly for these inputs)", time=float(t),
+                            constraints=list(self.system.constraint_names[:3]))
+
     @property
     def operations(self) -> dict:
         return self.generated.operations
@@ -108,19 +113,22 @@ class TriangularKinematics:
                     iterates and self.newton_start == "extrapolated", mod.kinematic_workspace(),
                     mod.dep_workspace())
         wall = _time.perf_counter() - wall
-        if k >= 0:
-            raise ConvergenceError(f"{sys_.name}: the {self.position_solver} position solver "
-                                   f"failed", time=float(times[k]),
-                                   constraints=list(sys_.constraint_names[:3]))
-        worst = float(res.max())
         # closed forms are exact; a plan's Newton blocks stop at tol (and the closed forms after
         # them inherit that error), so only a residual far above it means a lost real root
         limit = 1e-8 if self.plan.fully_triangular else max(1e-8, 100 * self.tol)
+        if k >= 0:
+            # q: where step k stopped. Closed forms that lost their real root (a square root
+            # clamped at zero) may stop it at a singular Phi_d (the clamped limit position)
+            r = np.zeros(sys_.n_c)
+            mod.phi(q, sines_cosines(mod, q), float(times[k]), r)
+            if mode == 0 and not np.abs(r).max() <= limit:
+                self._no_assembly(np.abs(r).max(), times[k])
+            raise ConvergenceError(f"{sys_.name}: the {self.position_solver} position solver "
+                                   f"failed, or Phi_d is singular there", time=float(times[k]),
+                                   constraints=list(sys_.constraint_names[:3]))
+        worst = float(res.max())
         if mode == 0 and worst > limit:
-            i = int(res.argmax())
-            raise AssemblyError(f"{sys_.name}: the triangular solution leaves a residual of "
-                                f"{worst:.3g} (no real assembly for these inputs)",
-                                time=float(times[i]), constraints=list(sys_.constraint_names[:3]))
+            self._no_assembly(worst, times[int(res.argmax())])
         summary = {"model": sys_.name, "analysis": "kinematics", "formulation": "symbolic",
                    "position_solver": self.position_solver, "newton_start": self.newton_start,
                    "coordinates": sys_.n_q,

@@ -107,12 +107,12 @@ def blockwise_kernels(system, plan, M, F, qs, qds, sub, reads):
 
 BLOCKWISE = '''
 B_SLOT_ = 2   # where workspace() keeps B (influence())
-SC_SLOT_ = 10  # and the sines and cosines (residual())
+P_SLOT_ = 10   # and position_workspace(), whose [5] holds the sines and cosines (residual())
 
 
 @njit(cache=True)
 def workspace():
-    """DET, DI, B, PT, z, MV, F, G, A, rhs, sc, position_workspace() (see embedded_rhs)."""
+    """DET, DI, B, PT, z, MV, F, G, A, rhs, position_workspace() (see embedded_rhs)."""
     nf = IND.shape[0]
     nd = BCOL.shape[0]
     B = np.zeros((NQ_, nf))
@@ -120,7 +120,7 @@ def workspace():
         B[IND[a], a] = 1.0
     return (np.zeros(BPTR.shape[0] - 1), np.zeros((nd, NBMAX_)), B, np.zeros(nd), np.zeros(NQ_),
             np.zeros(MUP_I.shape[0]), np.zeros(NQ_), np.zeros(nd), np.zeros((nf, nf)),
-            np.zeros(nf), np.zeros(2 * NQ_), position_workspace())
+            np.zeros(nf), position_workspace())
 
 
 @njit(cache=True)
@@ -138,11 +138,12 @@ def cholesky_solve(A, b):
 def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
     """(B^T M B) qdd_i = B^T (F - M z) (eq. 2.28), block by block; q, qd: independent parts
     in, full out. Returns the position iterations, -1 on failure."""
-    DET, DI, B, PT, z, MV, F, G, A, rhs, sc, P = ws
+    DET, DI, B, PT, z, MV, F, G, A, rhs, P = ws
+    sc = P[5]
     it = position(mode, q, t, tol, max_iter, P)
     if it < 0:
         return -1
-    trig(q, sc)
+    trig_after(mode, q, sc)
     dep_jac(q, sc, t, DET, DI, B, PT)      # B_k = -Phi_dk^-1 Phi_ik, Phi_dk^-1 (adjugate)
     nf = IND.shape[0]
     for k in range(BPTR.shape[0] - 1):
@@ -184,5 +185,5 @@ def kinetic_energy(qd, ws):
 @inlined
 def residual(q, t, r, ws):
     """Phi at the q of the last embedded_rhs (whose sines and cosines ws holds)."""
-    phi(q, ws[SC_SLOT_], t, r)
+    phi(q, ws[P_SLOT_][5], t, r)
 '''

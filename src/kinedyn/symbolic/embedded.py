@@ -387,7 +387,7 @@ def solve_small(A, b):
 
 _GENERAL = '''
 B_SLOT_ = 4   # where workspace() keeps B (influence())
-SC_SLOT_ = 10  # and the sines and cosines (residual())
+P_SLOT_ = 10   # and position_workspace(), whose [5] holds the sines and cosines (residual())
 
 
 @njit(cache=True)
@@ -395,7 +395,7 @@ def workspace():
     nf = IND.shape[0]
     return (np.zeros((NC_, NQ_)), np.zeros(NC_), np.zeros((NC_, nf + 1)), np.zeros((NQ_, nf + 1)),
             np.zeros((NQ_, nf)), np.zeros(NQ_), np.zeros((NQ_, NQ_)), np.zeros(NQ_),
-            np.zeros((nf, nf)), np.zeros(nf), np.zeros(2 * NQ_), position_workspace())
+            np.zeros((nf, nf)), np.zeros(nf), position_workspace())
 
 
 @inlined
@@ -405,11 +405,12 @@ def embedded_rhs(mode, q, qd, t, tol, max_iter, qi_dot, qi_ddot, qdd, ws, W):
     Phi_d is factorised block by block (the plan's loops / legs; kinedyn.symbolic.blocksolve
     or LU) once and used for qd_d, the columns of B and z = B' qd_i + C'; M is used through its
     nonzero pattern."""
-    J, pt, R, X, B, z, M, F, A, rhs, sc, P = ws
+    J, pt, R, X, B, z, M, F, A, rhs, P = ws
+    sc = P[5]
     it = position(mode, q, t, tol, max_iter, P)
     if it < 0:
         return -1
-    trig(q, sc)                                    # read by every kernel below
+    trig_after(mode, q, sc)                     # read by every kernel below
     if not velocity(q, qd, sc, t, J, pt, W):      # numeric, never a symbolic inverse
         return -1
     nf = IND.shape[0]
@@ -445,7 +446,7 @@ def kinetic_energy(qd, ws):
 @inlined
 def residual(q, t, r, ws):
     """Phi at the q of the last embedded_rhs (whose sines and cosines ws holds)."""
-    phi(q, ws[SC_SLOT_], t, r)
+    phi(q, ws[P_SLOT_][5], t, r)
 '''
 
 _NO_RECORD = '''
@@ -538,7 +539,8 @@ def run_embedded(integ, mode, times, q_, qd_, Q, QD, QDD, RES, ENERGY, ITER, tol
     see kinedyn._unmanaged). Their owners -- workspace(), dep_workspace() and scratch
     (9, max(2 f, n)) -- are arguments, so the caller keeps them alive for the whole run: an
     owner allocated here would be released by Numba after its last use (the unmanaged() call)
-    and its memory handed to the next allocation, e.g. a Newton block's."""
+    and its memory handed to the next allocation (a Newton block's, when the blocks still
+    allocated their arrays: the Stephenson-III run that stopped after three steps)."""
     nf = IND.shape[0]
     r = np.zeros(NC_)
     ws, W, S = unmanaged(ws_), unmanaged(W_), unmanaged(scratch_)

@@ -44,15 +44,22 @@ def _reads(q, qd=None):
     return out
 
 
-def _triangular_outputs(system, block, sub):
-    """Inline the block's steps into one expression per unknown coordinate."""
+def _triangular_outputs(system, block, sub, trig_pairs=False):
+    """Inline the block's steps into one expression per unknown coordinate; with
+    ``trig_pairs`` also each unknown angle's sine and cosine into ``sc`` (as ``trig``
+    would), from the solved pair (s, c) that its atan2 reads: s / r, c / r with
+    r = sqrt(s^2 + c^2) -- a square root and a division instead of a sine and a cosine."""
     val = {}
     for var, expr in block.assignments(system):
         val[var] = expr.xreplace(val)
     out = []
     for i in block.unknowns:
-        sym = system.coordinates[i].symbol
-        out.append((f"q[{i}]", val[sym].xreplace(sub)))
+        c = system.coordinates[i]
+        out.append((f"q[{i}]", val[c.symbol].xreplace(sub)))
+        if trig_pairs and c.angle:
+            s_, c_ = (val[v].xreplace(sub) for v in block.poly.trig[c.symbol])
+            inv = 1 / sp.sqrt(s_ ** 2 + c_ ** 2)
+            out += [(f"sc[{2 * i}]", s_ * inv), (f"sc[{2 * i + 1}]", c_ * inv)]
     return out
 
 
@@ -70,10 +77,11 @@ def trig_symbols(system, qs):
     return repl, reads
 
 
-def trig_kernel(system, qs) -> Kernel:
-    """``trig(q, sc)``: sc[2 i], sc[2 i + 1] = sin q_i, cos q_i of every angle coordinate."""
-    angles = [i for i, c in enumerate(system.coordinates) if c.angle]
-    return Kernel("trig", ("q", "sc"), _reads(qs),
+def trig_kernel(system, qs, name="trig", skip=()) -> Kernel:
+    """``trig(q, sc)``: sc[2 i], sc[2 i + 1] = sin q_i, cos q_i of every angle coordinate
+    (but those in ``skip``)."""
+    angles = [i for i, c in enumerate(system.coordinates) if c.angle and i not in skip]
+    return Kernel(name, ("q", "sc"), _reads(qs),
                   [(f"sc[{2 * i}]", sp.sin(qs[i])) for i in angles]
                   + [(f"sc[{2 * i + 1}]", sp.cos(qs[i])) for i in angles])
 
@@ -136,8 +144,13 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
     fused = plan.fully_triangular and all(   # no block reads another block's unknowns
         Jq[r, c] == 0 for b in plan.blocks for r in b.equations for c in dep_set - set(b.unknowns))
     if fused:   # one kernel, one CSE: what the blocks share (a pose's sines, ...) is computed once
-        kernels.append(Kernel("tri_all", ("q", "t"), _reads(q),
-                              [o for b in plan.blocks for o in _triangular_outputs(system, b, sub)]))
+        kernels.append(Kernel("tri_all", ("q", "t", "sc"), _reads(q),
+                              [o for b in plan.blocks
+                               for o in _triangular_outputs(system, b, sub, trig_pairs=True)]))
+    if plan.fully_triangular:   # the closed forms write the solved angles' sines and cosines:
+        kernels.append(trig_kernel(system, q, "trig_free", dep_set))   # the others after them
+    else:
+        extra.append("\ntrig_free = trig\n")
     for k, block in enumerate(plan.blocks):
         eqs, unk = list(block.equations), list(block.unknowns)
         sub_J = Jall.extract(eqs, unk)
@@ -150,9 +163,9 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
         calls_blk.append(f"newton_{k}")
         if fused:
             calls_tri = ["tri_all"]
-        elif block.kind == "triangular":
-            kernels.append(Kernel(f"tri_{k}", ("q", "t"), _reads(q),
-                                  _triangular_outputs(system, block, sub)))
+        elif block.kind == "triangular":   # sc: only where trig_free relies on it
+            kernels.append(Kernel(f"tri_{k}", ("q", "t", "sc"), _reads(q), _triangular_outputs(
+                system, block, sub, trig_pairs=plan.fully_triangular)))
             calls_tri.append(f"tri_{k}")
         elif block.kind == "torn":
             inner = [f"tri_{k}_{j}" for j in range(len(block.inner))]
@@ -232,8 +245,9 @@ def _newton_source(name, res, jac, unknowns, full=False, n_eq=None):
     place (``kinedyn.linalg.small``: LU with partial pivoting): ``np.linalg.solve`` took 335 /
     500 / 660 ns for 2 x 2 / 3 x 3 / 5 x 5 systems from compiled code, these 80 / 145 / 140 ns.
     Its arrays are the caller's (``S``, :func:`position_workspace`, shared by every block): the
-    six arrays a call allocated for itself cost 200-260 ns, as much as a landing gear's whole
-    step when its tracked guess needs no iteration. A singular step matrix fails the call (-1)."""
+    six arrays a call allocated for itself cost 200-260 ns, two thirds of a landing gear's
+    step (0.37 us) when its tracked guess needs no iteration. A singular step matrix fails the
+    call (-1)."""
     n = len(unknowns)
     n_eq = n if n_eq is None else n_eq
     cols = "DEP" if full else f"COLS_{name}"
@@ -382,8 +396,8 @@ def reset(q, cols, values):
 def _position_source(name, calls, plan, newton=False):
     body = []
     for k, fn in enumerate(calls):
-        if fn.startswith("tri_"):
-            body.append(f"    {fn}(q, t)")
+        if fn.startswith("tri_"):      # S[5]: the caller's sc (trig_after)
+            body.append(f"    {fn}(q, t, S[5])")
         else:
             body += [f"    it = {fn}(q, t, tol, max_iter, S)", "    if it < 0:", "        return -1",
                      "    total += it"]
@@ -417,6 +431,18 @@ def position(mode, q, t, tol, max_iter, S):
     if mode == 1:
         return position_blocks(q, t, tol, max_iter, S)
     return position_newton(q, t, tol, max_iter, S)
+
+
+@inlined
+def trig_after(mode, q, sc):
+    """trig(q, sc) after position(mode, ..., S) with sc = S[5]: a fully triangular plan's
+    closed forms (tri_all or tri_k) have already written their angles' sines and cosines
+    there, and trig_free does the rest (a sine and a cosine: 19 ns; the normalised pair the
+    closed forms have: 8 ns)."""
+    if mode == 0:
+        trig_free(q, sc)
+    else:
+        trig(q, sc)
 
 
 @njit(cache=True)
@@ -462,9 +488,9 @@ def acceleration(q, qd, qdd, sc, t, J, g, W):
 
 @njit(cache=True)
 def kinematic_workspace():
-    """(Phi_q, Phi_t, gamma, Phi, qd, qdd, sines and cosines, position_workspace()) for run."""
+    """(Phi_q, Phi_t, gamma, Phi, qd, qdd, position_workspace()) for run."""
     return (np.zeros((NC_, NQ_)), np.zeros(NC_), np.zeros(NC_), np.zeros(NC_), np.zeros(NQ_),
-            np.zeros(NQ_), np.zeros(2 * NQ_), position_workspace())
+            np.zeros(NQ_), position_workspace())
 
 
 @njit(cache=True)
@@ -473,7 +499,8 @@ def run(mode, times, q_, Q, QD, QDD, RES, ITER, tol, max_iter, extrapolate, ws_,
     (kinematic_workspace(), dep_workspace()) of the unmanaged views the steps work on, which
     spare every call below the reference counting of its array arguments (kinedyn._unmanaged:
     a six-bar's solve_d 92 -> 64 ns with the loops)."""
-    J, pt, g, r, qd, qdd, sc, P = unmanaged(ws_)
+    J, pt, g, r, qd, qdd, P = unmanaged(ws_)
+    sc = P[5]                     # the sines and cosines (trig_after)
     W, q = unmanaged(W_), unmanaged(q_)
     for k in range(times.shape[0]):
         t = times[k]
@@ -485,7 +512,7 @@ def run(mode, times, q_, Q, QD, QDD, RES, ITER, tol, max_iter, extrapolate, ws_,
         it = position(mode, q, t, tol, max_iter, P)
         if it < 0:
             return k
-        trig(q, sc)
+        trig_after(mode, q, sc)
         if not velocity(q, qd, sc, t, J, pt, W):
             return k
         acceleration(q, qd, qdd, sc, t, J, g, W)
