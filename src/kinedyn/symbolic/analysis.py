@@ -117,12 +117,13 @@ class TriangularKinematics:
         # them inherit that error), so only a residual far above it means a lost real root
         limit = 1e-8 if self.plan.fully_triangular else max(1e-8, 100 * self.tol)
         if k >= 0:
-            # q: where step k stopped. Closed forms that lost their real root (a square root
-            # clamped at zero) may stop it at a singular Phi_d (the clamped limit position)
-            r = np.zeros(sys_.n_c)
-            mod.phi(q, sines_cosines(mod, q), float(times[k]), r)
-            if mode == 0 and not np.abs(r).max() <= limit:
-                self._no_assembly(np.abs(r).max(), times[k])
+            if mode == 0:   # q: where step k stopped. Closed forms that lost their real root
+                # (a square root clamped at zero) may stop it at a singular Phi_d (the clamped
+                # limit position)
+                r = np.zeros(sys_.n_c)
+                mod.phi(q, sines_cosines(mod, q), float(times[k]), r)
+                if not np.abs(r).max() <= limit:
+                    self._no_assembly(np.abs(r).max(), times[k])
             raise ConvergenceError(f"{sys_.name}: the {self.position_solver} position solver "
                                    f"failed, or Phi_d is singular there", time=float(times[k]),
                                    constraints=list(sys_.constraint_names[:3]))
