@@ -190,6 +190,43 @@ def test_threads_take_consecutive_groups():
     kin.engine.close()
 
 
+def test_no_output_cache_line_is_written_directly_by_two_workers():
+    """Columns near another worker's go through the worker's staging rows (copied after the
+    run): for any start of the output array in a cache line, no line of its rows holds columns
+    two workers write directly, every column is recorded exactly once, and columns far from a
+    boundary are written directly. Then the Stewart platform's threaded run records its rows
+    in full (the serial results, column by column)."""
+    from kinedyn.kinematics.threads import DIRECT, NOT_MINE, recording
+    rng = np.random.default_rng(3)
+    cases = [np.repeat([0, 1, 0], [12, 45, 45]), np.repeat([1, 0, 1, 2], [5, 3, 30, 9]),
+             rng.integers(0, 3, 40), np.zeros(20, np.int64)]
+    for owner in cases:
+        n, n_workers = len(owner), owner.max() + 1
+        record, staged = recording(owner, n_workers)
+        assert ((record >= 0) | (record == DIRECT)).sum(axis=0).tolist() == [1] * n
+        for w in range(n_workers):
+            assert (record[w, owner != w] == NOT_MINE).all()
+            assert record[w, staged[w]].tolist() == list(range(len(staged[w])))
+        direct = np.where((record == DIRECT).any(axis=0), owner, -1)
+        for offset in range(8):  # the array's first element at this slot of a line
+            flat = np.concatenate([np.full(offset, -1), np.tile(direct, 3)])
+            for line in flat[:len(flat) // 8 * 8].reshape(-1, 8):
+                assert len(set(line[line >= 0].tolist())) <= 1, (owner, offset, line)
+    assert recording(np.zeros(20, np.int64), 1)[1][0].size == 0  # one worker: all direct
+    owner = np.repeat([0, 1, 0], [12, 45, 45])
+    far = [c for c in range(len(owner)) if len(set(owner[c - 7:c + 1])) == 1 and c >= 7]
+    assert (recording(owner, 2)[0][owner[far], far] == DIRECT).all()
+    m = get("stewart-paper").compile()
+    kw = dict(strategy="groups", fixed_iterations=True, max_iter=1)
+    serial = Kinematics(m, **kw).simulate(0.2, 0.01)
+    kin = Kinematics(m, threads=(2, 1), **kw)
+    assert sum(map(len, kin.engine.runner.staged)) > 0
+    par = kin.simulate(0.2, 0.01)
+    for field in ("q", "qd", "qdd"):
+        np.testing.assert_array_equal(getattr(par, field), getattr(serial, field))
+    kin.engine.close()
+
+
 def test_paper_step_by_level_gives_each_groups_arithmetic():
     """The paper's step, sparse: a serial run solves each DAG level's independent groups as one
     block-diagonal system, each thread its share of a level - the same arithmetic, so the same

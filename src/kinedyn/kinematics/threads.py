@@ -35,8 +35,9 @@ import numba as nb
 import numpy as np
 
 from .._jit import INLINED
+from .._memory import resident_zeros
 from .._unmanaged import unmanaged
-from ..parallel.team import (ABORT, NEVER, SPINS, Team, atomic_add,  # noqa: F401
+from ..parallel.team import (ABORT, LINE, NEVER, SPINS, Team, atomic_add,  # noqa: F401
                              atomic_load, atomic_store, barrier, first_failure, make_sync,
                              private_copy, private_zeros, publish_failure, sched_yield)
 from . import kernels as K
@@ -65,8 +66,8 @@ def predict(times, k, cols, q, qd, qdd, qdd_old):
 
 @nb.njit(**INLINED)
 def _work(data, works, units, unit_ptr, groups, n_levels, w, n_workers, replicate, sync, times,
-          state, owner, start, stop, tol, max_iter, extrapolate, out_q, out_qd, out_qdd, out_res,
-          out_iter, status):
+          state, record, stage, start, stop, tol, max_iter, extrapolate, out_q, out_qd, out_qdd,
+          out_res, out_iter, status):
     """Worker ``w`` of ``n_workers``: steps ``start..stop-1`` for its groups.
 
     Units ``unit_ptr[w * n_levels + lv]`` to ``unit_ptr[w * n_levels + lv + 1] - 1`` (their
@@ -78,7 +79,10 @@ def _work(data, works, units, unit_ptr, groups, n_levels, w, n_workers, replicat
     Newton-Raphson in converged steps); None: the paper's step (:func:`run_worker_paper`).
     ``state[r]`` holds q, qd, qdd and the accelerations of the step before (:func:`predict`);
     ``r = w`` with ``replicate``, else the shared ``r = 0`` and a barrier after every level.
-    Column ``c`` is recorded by worker ``owner[c]``. Every array is used through an unmanaged
+    Worker ``w`` records column ``c`` as ``record[w, c]`` says (:func:`recording`): straight
+    into the output rows (``DIRECT``), into ``stage[w, :, k, record[w, c]]`` (a column near
+    another worker's in the output rows, copied there after the run) or not at all
+    (``NOT_MINE``). Every array is used through an unmanaged
     view: the arrays both workers use (sync, and q, qd, qdd at barriers) would otherwise have
     their reference counts incremented and decremented atomically by both cores at every
     inlined sub-problem, one cache line bouncing between them (Stewart platform, paper step,
@@ -86,7 +90,7 @@ def _work(data, works, units, unit_ptr, groups, n_levels, w, n_workers, replicat
     ``status[w]`` receives (status, step, unit) of a failure (status 0 when the worker
     finished)."""
     work = works[w]
-    n = owner.shape[0]
+    n = record.shape[1]
     r = w if replicate else 0
     q, qd, qdd, qdd_old = state[r, 0, :n], state[r, 1, :n], state[r, 2, :n], state[w, 3, :n]
     status[w, 0] = K.OK
@@ -119,10 +123,15 @@ def _work(data, works, units, unit_ptr, groups, n_levels, w, n_workers, replicat
                 err_max = max(err_max, err)
                 for i in range(cols.shape[0]):
                     c = cols[i]
-                    if owner[c] == w:
+                    s = record[w, c]
+                    if s == DIRECT:
                         out_q[k, c] = q[c]
                         out_qd[k, c] = qd[c]
                         out_qdd[k, c] = qdd[c]
+                    elif s >= 0:
+                        stage[w, 0, k, s] = q[c]
+                        stage[w, 1, k, s] = qd[c]
+                        stage[w, 2, k, s] = qdd[c]
             if not replicate and not barrier(sync, n_workers, w):
                 return
         out_res[w, k] = err_max
@@ -132,7 +141,7 @@ def _work(data, works, units, unit_ptr, groups, n_levels, w, n_workers, replicat
 @nb.njit(cache=True, nogil=True)
 def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, unit_ptr_, gsolvers_,
                gsworks_, gplans_, gpws_, n_levels, w, n_workers, replicate, sync_, times_,
-               state_, owner_, start, stop, tol, max_iter, extrapolate, out_q_, out_qd_,
+               state_, record_, stage_, start, stop, tol, max_iter, extrapolate, out_q_, out_qd_,
                out_qdd_, out_res_, out_iter_, status_):
     """Worker ``w``'s steps converged to ``tol`` (:func:`_work`), the units' parts, then the
     group instances' (each tuple unmanaged on its own: compile time, grouped.run_groups)."""
@@ -141,15 +150,15 @@ def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, unit_ptr
     groups = (unmanaged(gsolvers_), unmanaged(gsworks_), unmanaged(gplans_), unmanaged(gpws_))
     _work(unmanaged(data_), unmanaged(works_), units, unmanaged(unit_ptr_), groups, n_levels, w,
           n_workers, replicate, unmanaged(sync_), unmanaged(times_), unmanaged(state_),
-          unmanaged(owner_), start, stop, tol, max_iter, extrapolate, unmanaged(out_q_),
-          unmanaged(out_qd_), unmanaged(out_qdd_), unmanaged(out_res_), unmanaged(out_iter_),
-          unmanaged(status_))
+          unmanaged(record_), unmanaged(stage_), start, stop, tol, max_iter, extrapolate,
+          unmanaged(out_q_), unmanaged(out_qd_), unmanaged(out_qdd_), unmanaged(out_res_),
+          unmanaged(out_iter_), unmanaged(status_))
 
 
 @nb.njit(cache=True, nogil=True)
 def run_worker_paper(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, unit_ptr_,
-                     n_levels, w, n_workers, replicate, sync_, times_, state_, owner_, start,
-                     stop, tol, max_iter, extrapolate, out_q_, out_qd_, out_qdd_, out_res_,
+                     n_levels, w, n_workers, replicate, sync_, times_, state_, record_, stage_,
+                     start, stop, tol, max_iter, extrapolate, out_q_, out_qd_, out_qdd_, out_res_,
                      out_iter_, status_):
     """Worker ``w``'s paper steps (:func:`_work`; a kernel of its own, without the group
     instances, as :func:`~.grouped.run_paper`)."""
@@ -157,9 +166,37 @@ def run_worker_paper(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, un
              unmanaged(uworks_))
     _work(unmanaged(data_), unmanaged(works_), units, unmanaged(unit_ptr_), None, n_levels, w,
           n_workers, replicate, unmanaged(sync_), unmanaged(times_), unmanaged(state_),
-          unmanaged(owner_), start, stop, tol, max_iter, extrapolate, unmanaged(out_q_),
-          unmanaged(out_qd_), unmanaged(out_qdd_), unmanaged(out_res_), unmanaged(out_iter_),
-          unmanaged(status_))
+          unmanaged(record_), unmanaged(stage_), start, stop, tol, max_iter, extrapolate,
+          unmanaged(out_q_), unmanaged(out_qd_), unmanaged(out_qdd_), unmanaged(out_res_),
+          unmanaged(out_iter_), unmanaged(status_))
+
+
+DIRECT, NOT_MINE = -1, -2  # record[w, c]: written to the output rows / by another worker
+
+
+def recording(owner, n_workers: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """How each worker records its columns of the output rows: ``(record, staged)``.
+
+    ``record[w, c]``: ``DIRECT`` (into the output arrays), ``NOT_MINE`` (``owner[c] != w``) or
+    the column's slot in worker ``w``'s staging rows; ``staged[w]``: the columns in ``w``'s
+    slots, copied into the output arrays after the run. A column is staged when one of the
+    ``LINE - 1`` columns before it, in memory order (a row's last column precedes the next
+    row's first), is another worker's: then no cache line of the output holds columns that two
+    workers write directly, whatever the arrays' alignment. Where the workers' columns met,
+    one line of each output array moved between the two cores at every step (and one more
+    across the row ends): Stewart platform, paper step, two workers, 1.90 us per step against
+    1.59 without recording, measured in a fast host phase (docs/group-equations.md)."""
+    n = len(owner)
+    record = np.full((n_workers, n), NOT_MINE, np.int64)
+    staged: list[list[int]] = [[] for _ in range(n_workers)]
+    for c in range(n):
+        w = owner[c]
+        if any(owner[(c - d) % n] != w for d in range(1, LINE)):
+            record[w, c] = len(staged[w])
+            staged[w].append(c)
+        else:
+            record[w, c] = DIRECT
+    return record, [np.array(cols, np.int64) for cols in staged]
 
 
 def _contiguous_split(loads, n_parts):
@@ -265,6 +302,8 @@ class ThreadedRunner:
                 self.group_owner[level] = w
                 for g in level:
                     self.owner[engine.plans[g].cols] = w
+        self.record, self.staged = recording(self.owner, n)
+        self._stage = private_zeros((n, 3, 0, 1))  # grown to a run's rows (run)
         # what a worker writes lies in cache lines of its own: its state (q, qd, qdd, the
         # accelerations before), the formulation scratch, each group's residual and right-hand
         # side, and a Jacobian values array per worker (the groups' rows interleave in the
@@ -314,7 +353,12 @@ class ThreadedRunner:
         e = self.engine
         out_q, out_qd, out_qdd, out_res, out_iter = outs
         n_q = len(q)
-        res_w, it_w = np.zeros((self.n, len(times))), np.zeros((self.n, len(times)), np.int64)
+        res_w, it_w = resident_zeros((self.n, len(times))), resident_zeros((self.n, len(times)),
+                                                                            np.int64)
+        rows = out_q.shape[0]
+        if self._stage.shape[2] < rows:  # mapped before the run (resident_zeros)
+            self._stage = private_zeros((self.n, 3, rows, max(1, *map(len, self.staged))))
+            self._stage.fill(0.0)
         self.sync[:] = 0
         state = self.state[:, :, :n_q]
         state[:, 0], state[:, 1], state[:, 2] = q, qd, qdd
@@ -326,13 +370,17 @@ class ThreadedRunner:
         else:
             kernel, parts = run_worker, (*self.units.parts(), self.unit_ptr, self.solvers,
                                          self.sworks, self.plans, self.pws)
-        rest = (self.n, self.replicate, self.sync, times, self.state, self.owner, start, stop,
-                tol, max_iter, extrapolate, out_q, out_qd, out_qdd, res_w, it_w, self.status)
+        rest = (self.n, self.replicate, self.sync, times, self.state, self.record, self._stage,
+                start, stop, tol, max_iter, extrapolate, out_q, out_qd, out_qdd, res_w, it_w,
+                self.status)
 
         def work(w):
             kernel(e.kin.data, self.works, *parts, self.n_levels, w, *rest)
 
         self.team.run(work)
+        for w, cols in enumerate(self.staged):
+            for out, stage in zip((out_q, out_qd, out_qdd), self._stage[w]):
+                out[start:stop, cols] = stage[start:stop, :len(cols)]
         out_res[start:stop] = res_w[:, start:stop].max(axis=0)
         out_iter[start:stop] = it_w[:, start:stop].max(axis=0)
         failed = [w for w in range(self.n) if self.status[w, 0] != K.OK]
