@@ -164,8 +164,12 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
         if fused:
             calls_tri = ["tri_all"]
         elif block.kind == "triangular":   # sc: only where trig_free relies on it
-            kernels.append(Kernel(f"tri_{k}", ("q", "t", "sc"), _reads(q), _triangular_outputs(
-                system, block, sub, trig_pairs=plan.fully_triangular)))
+            outs = _triangular_outputs(system, block, sub, trig_pairs=plan.fully_triangular)
+            if plan.fully_triangular:   # the earlier blocks' angles: their normalised (s, c)
+                early = {f(q[i]): trig[f(q[i])] for b in plan.blocks[:k] for i in b.unknowns
+                         if system.coordinates[i].angle for f in (sp.sin, sp.cos)}
+                outs = [(target, e.xreplace(early)) for target, e in outs]
+            kernels.append(Kernel(f"tri_{k}", ("q", "t", "sc"), {**_reads(q), **rs}, outs))
             calls_tri.append(f"tri_{k}")
         elif block.kind == "torn":
             inner = [f"tri_{k}_{j}" for j in range(len(block.inner))]
