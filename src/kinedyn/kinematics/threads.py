@@ -355,9 +355,9 @@ class ThreadedRunner:
         n_q = len(q)
         res_w, it_w = resident_zeros((self.n, len(times))), resident_zeros((self.n, len(times)),
                                                                             np.int64)
-        rows = out_q.shape[0]
-        if self._stage.shape[2] < rows:  # mapped before the run (resident_zeros)
-            self._stage = private_zeros((self.n, 3, rows, max(1, *map(len, self.staged))))
+        n_rows = out_q.shape[0]
+        if self._stage.shape[2] < n_rows:  # mapped before the run (resident_zeros)
+            self._stage = private_zeros((self.n, 3, n_rows, max(1, *map(len, self.staged))))
             self._stage.fill(0.0)
         self.sync[:] = 0
         state = self.state[:, :, :n_q]
@@ -391,9 +391,11 @@ class ThreadedRunner:
             row = w if self.replicate else 0
             q[:], qd[:], qdd[:] = state[row, 0], state[row, 1], state[row, 2]
             return st, k, e.failed_group(self.units, p, q, times[k])
-        rows = self.owner if self.replicate else np.zeros(n_q, np.int64)
+        # each coordinate from the state row of the worker that owns it (shared row 0 with
+        # barriers)
+        owner = self.owner if self.replicate else np.zeros(n_q, np.int64)
         cols = np.arange(n_q)
-        q[:], qd[:], qdd[:] = state[rows, 0, cols], state[rows, 1, cols], state[rows, 2, cols]
+        q[:], qd[:], qdd[:] = state[owner, 0, cols], state[owner, 1, cols], state[owner, 2, cols]
         return K.OK, stop, -1
 
     def close(self):
