@@ -77,6 +77,15 @@ def test_threads_give_the_serial_results(solver):
     np.testing.assert_array_equal(par.iterations, serial.iterations)
     assert kin.engine.runner is not None and par.summary["strategy"] == "groups"
     assert kin.engine.runner.replicate  # one terminal group first: no barriers
+    cpu = par.summary["worker_cpu_us_per_step"]
+    assert len(cpu) == 2 and min(cpu) > 0
+    # the diagnostic run of the workers one after the other on the calling thread: the same
+    # arithmetic, the same rows
+    kin.engine.runner.one_by_one = True
+    alone = kin.simulate(0.3, 0.01)
+    kin.engine.runner.one_by_one = False
+    for field in ("q", "qd", "qdd", "iterations"):
+        np.testing.assert_array_equal(getattr(alone, field), getattr(serial, field))
     # in chunks of 2 steps (a progress bar; each chunk starts with full Newton-Raphson): each
     # worker's record of the last accelerations carries over from chunk to chunk
     chunks = [k.simulate(0.6, 0.01, progress=lambda done, total: None) for k in (one, kin)]
@@ -132,6 +141,9 @@ def test_threads_with_barriers_give_the_serial_results(monkeypatch, fixed):
     par = kin.simulate(0.2, 0.01)
     for field in ("q", "qd", "qdd"):
         np.testing.assert_array_equal(getattr(par, field), getattr(serial, field))
+    r.one_by_one = True  # worker 0 would wait at the first barrier for ever
+    with pytest.raises(ValueError, match="barrier"):
+        kin.simulate(0.2, 0.01)
     kin.engine.close()
 
 

@@ -1,6 +1,7 @@
 """The shared thread team: every worker runs, barriers order phases, aborts reach everyone,
 published progress makes the producer's writes visible."""
 import threading
+import time
 
 import numba as nb
 import numpy as np
@@ -166,6 +167,26 @@ def test_team_runs_each_worker_on_its_own_thread_and_reraises():
         team.run(lambda w: None)
     with pytest.raises(ValueError):
         Team(0)
+
+
+def _burn(seconds):
+    """Spend ``seconds`` of this thread's CPU time."""
+    start = time.thread_time()
+    while time.thread_time() - start < seconds:
+        pass
+
+
+def test_run_returns_each_workers_cpu_time_and_runs_one_by_one_on_request():
+    with Team(3) as team:
+        cpu = team.run(lambda w: _burn(0.03) if w == 2 else None)
+        assert cpu.shape == (3,) and cpu[2] >= 0.03 and cpu[0] < 0.03
+        calls = []
+        cpu = team.run(lambda w: (calls.append((w, threading.get_ident())),
+                                  _burn(0.02 * w)), one_by_one=True)
+        # in worker order, each alone on the calling thread, each timed on its own
+        assert [w for w, _ in calls] == [0, 1, 2]
+        assert {ident for _, ident in calls} == {threading.get_ident()}
+        assert 0.02 <= cpu[1] < 0.04 <= cpu[2]
 
 
 def test_dropped_team_lets_its_threads_finish():

@@ -13,7 +13,9 @@ rounds; ratios are medians of the per-round ratios (:func:`.common.paired_ratio`
 * **scalable** - the ``scissor-platform-<legs>x<stages>`` family (leg groups of
   18 + 12 stages coordinates, close to the paper's nSG-HS): the same four variants, each with
   its best thread combination (listed), speed-ups relative to global-sparse (the paper's
-  Figure 2) and the dense/sparse ratio of the groups (the crossover size);
+  Figure 2) and the dense/sparse ratio of the groups (the crossover size); and the 2x1
+  workers' CPU time side by side against one after the other (what the machine's second core
+  delivers to this work);
 * **crossover** - factorisation + solution of one leg group's block alone, dense LAPACK LU vs
   static-pivot sparse LU, for growing group sizes: the size where sparse starts to win (the
   paper: between 60 and 120 coordinates per group);
@@ -116,6 +118,29 @@ def _release():
         if kin.engine is not None:
             kin.engine.close()
     _BUILT.clear()
+
+
+def _together_vs_one_by_one(model, steps: int, repeat: int) -> dict:
+    """Columns of the scalable table: the groups-sparse 2x1 paper step's busiest worker, in CPU
+    µs per step, with the workers running at the same time (as always) and, in the same
+    rounds, one after the other on the calling thread (``ThreadedRunner.one_by_one``), and
+    the paired ratio. The work is the same either way, so a ratio above 1 is what running side
+    by side costs on this machine: cores that slow each other down (shared caches, a host
+    that places both virtual CPUs on one physical core), or lines both workers write. Empty
+    where the workers meet at barriers (they cannot run one by one) or with one core."""
+    kin = _kinematics(model, "groups", "sparse", 2, True)
+    runner = kin.engine.runner
+    if runner is None or not runner.replicate:
+        return {}
+
+    def busiest():
+        return max(kin.simulate(steps * DT, DT).summary["worker_cpu_us_per_step"])
+    together, alone = interleaved([configured(runner, busiest, one_by_one=flag)
+                                   for flag in (False, True)], repeat)
+    runner.one_by_one = False
+    return {"groups-sparse 2x1 busiest worker cpu µs (together)": float(np.median(together)),
+            "groups-sparse 2x1 busiest worker cpu µs (one by one)": float(np.median(alone)),
+            "groups-sparse 2x1 together / one by one": paired_ratio(together, alone)}
 
 
 def _steps_for(n_q: int, quick: bool) -> int:
@@ -262,6 +287,8 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
             row[f"speed-up {key[0]}-{key[1]}"] = paired_ratio(base.rounds, t.rounds)
         row["groups dense/sparse"] = paired_ratio(best["groups", "dense"].rounds,
                                                   best["groups", "sparse"].rounds)
+        if cores > 1:
+            row.update(_together_vs_one_by_one(model, _steps_for(n_q, quick), repeat))
         rep.add_row("scalable: µs per step, 1 Newton iteration, best threads", **row)
         combos_size = (model, n_q, legs, stages)
     # ---- thread combinations (Figure 3) -------------------------------------------------------
@@ -276,6 +303,11 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
     _release()
     # ---- dense / sparse crossover per group -------------------------------------------------------
     _crossover(rep, quick, repeat)
+    rep.notes.append("busiest worker cpu µs (together / one by one): the groups-sparse 2x1 "
+                     "workers' largest CPU time per step when they run at the same time and when "
+                     "the calling thread runs them one after the other (same work, same rounds); "
+                     "together / one by one > 1: the cores slowed each other down, which no "
+                     "division of the work can avoid")
     rep.notes.append("speed-up = global-sparse time / variant time (paper Figure 2), the median "
                      "over rounds of the two cases' ratio in the same round (vs_global_sparse "
                      "too; the µs columns are medians of each case alone); groups dense/sparse "

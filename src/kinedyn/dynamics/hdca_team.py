@@ -10,7 +10,6 @@ a threaded run equals the serial ``integrate_fixed`` run bit for bit.
 """
 from __future__ import annotations
 
-import time
 
 import numba as nb
 import numpy as np
@@ -106,11 +105,9 @@ class ThreadedHDCA:
         out[0] = y
 
         def fn(w):
-            start = time.thread_time()
             team_worker(self.data, self.work, self.plan, w, sync, y, dt, n_steps, method,
                         record_every, out, scratch, self.status)
-            self.cpu[w] = time.thread_time() - start
-        self.team.run(fn)
+        self.cpu[:] = self.team.run(fn)
         st = self.status[:, 0]
         return (int(st.max()), int(self.status[:, 1].min())) if st.any() else (0, n_steps)
 

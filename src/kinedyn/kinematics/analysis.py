@@ -314,6 +314,8 @@ class Kinematics:
         chunk = max(1, n // 100) if progress else n
         start, last_failure = 0, -1
         self.reanalyses = 0
+        runner = self.engine.runner if self.engine is not None else None
+        workers = runner.worker_cpu.copy() if runner is not None else None
         wall, cpu, proc = _time.perf_counter(), _time.thread_time(), _time.process_time()
         while start < n:
             stop = min(n, start + chunk)
@@ -343,7 +345,7 @@ class Kinematics:
         wall, cpu = _time.perf_counter() - wall, _time.thread_time() - cpu
         proc = _time.process_time() - proc
         res = KinematicResults(self, times, out_q, out_qd, out_qdd, out_res, out_iter, wall,
-                               cpu, proc)
+                               cpu, proc, None if runner is None else runner.worker_cpu - workers)
         if self.fixed:
             self._check_fixed_accuracy(res)
         return res

@@ -61,7 +61,7 @@ def channel_names(f) -> list[str]:
 
 class KinematicResults(Results):
     def __init__(self, analysis, times, Q, QD, QDD, residual, iterations, wall, cpu=None,
-                 process_cpu=None):
+                 process_cpu=None, worker_cpu=None):
         self.analysis = analysis
         self.q, self.qd, self.qdd = Q, QD, QDD
         self.iterations = iterations
@@ -91,6 +91,8 @@ class KinematicResults(Results):
             "max_residual": {"position": float(res[:, 0].max()), "velocity": float(res[:, 1].max()),
                              "acceleration": float(res[:, 2].max())},
         }
+        if worker_cpu is not None:  # outer threads: each worker's CPU time, waits included
+            summary["worker_cpu_us_per_step"] = [float(c) / n * 1e6 for c in worker_cpu]
         if analysis.engine is not None:
             summary["group_sizes"] = analysis.engine.structure.sizes()
         summary["threads"] = list(analysis.threads)

@@ -334,6 +334,11 @@ class ThreadedRunner:
         self.unit_ptr = np.array(ptr, np.int64)
         self.units = engine.make_units(groups, members, unit_values, private_zeros)
         self.team = Team(n, "kinedyn-group")
+        # each worker's thread CPU seconds over the runs so far (Kinematics.simulate reports
+        # them per step); one_by_one: the workers run in turn on the calling thread, each
+        # alone (Team.run; a diagnostic, only where no barrier makes them wait for each other)
+        self.worker_cpu = np.zeros(n)
+        self.one_by_one = False
 
     def _instance_solvers(self):
         """The solvers of the group instances and of the units, after each (re-)analysis by the
@@ -377,7 +382,10 @@ class ThreadedRunner:
         def work(w):
             kernel(e.kin.data, self.works, *parts, self.n_levels, w, *rest)
 
-        self.team.run(work)
+        if self.one_by_one and not self.replicate:
+            raise ValueError("one_by_one: these workers meet at a barrier after every DAG level, "
+                             "so they cannot run one after the other")
+        self.worker_cpu += self.team.run(work, one_by_one=self.one_by_one)
         for w, cols in enumerate(self.staged):
             for out, stage in zip((out_q, out_qd, out_qdd), self._stage[w]):
                 out[start:stop, cols] = stage[start:stop, :len(cols)]

@@ -4,8 +4,9 @@ Used by the Group Equations runner (:mod:`kinedyn.kinematics.threads`, structura
 by level) and by threaded HDCA (:mod:`kinedyn.formulations.hamiltonian.team`, subtrees of the
 assembly tree). The pattern: :class:`Team` calls ``fn(w)`` for every worker ``w`` once per
 *run* - the caller's thread is worker 0, ``n - 1`` pool threads (kept alive between runs) are the
-others, one thread each - and ``fn`` enters a ``nogil=True`` Numba kernel that does the whole run (every step,
-every level) without the GIL, without Python and without allocation. Inside, workers meet at a
+others, one thread each; it returns each worker's thread CPU time - and ``fn`` enters a
+``nogil=True`` Numba kernel that does the whole run (every step, every level) without the GIL,
+without Python and without allocation. Inside, workers meet at a
 :func:`barrier` (all arrive before any leaves) or wait for a published counter with
 :func:`wait_until` (one producer, a consumer waits until the producer has got far enough).
 
@@ -29,6 +30,7 @@ import ctypes.util
 import platform
 import queue
 import threading
+import time
 import weakref
 
 import llvmlite.binding as llvm
@@ -211,13 +213,20 @@ def first_failure(sync, n):
 
 
 # ---- the team -------------------------------------------------------------------------------------
+def _timed(fn, w: int) -> float:
+    """Run ``fn(w)``; the calling thread's CPU seconds for it."""
+    start = time.thread_time()
+    fn(w)
+    return time.thread_time() - start
+
+
 def _serve(w: int, jobs: queue.SimpleQueue, done: queue.SimpleQueue) -> None:
     """A pool thread: run ``fn(w)`` for every job until ``None`` arrives (holding no job
-    while idle, so that what a job refers to can be collected)."""
+    while idle, so that what a job refers to can be collected); reports ``(w, CPU seconds)``
+    or the exception."""
     while (fn := jobs.get()) is not None:
         try:
-            fn(w)
-            done.put(None)
+            done.put((w, _timed(fn, w)))
         except BaseException as exc:  # handed to the caller of Team.run
             done.put(exc)
         fn = None
@@ -247,22 +256,39 @@ class Team:
         # a team dropped without close() still lets its threads finish
         self._finalizer = weakref.finalize(self, _stop, list(self._jobs))
 
-    def run(self, fn) -> None:
+    def run(self, fn, one_by_one: bool = False) -> np.ndarray:
+        """``fn(w)`` for every worker, at the same time; each worker's thread CPU seconds
+        (waits included).
+
+        ``one_by_one``: the calling thread runs the workers in order instead, each alone on
+        the machine - a diagnostic for workers that never wait for each other (with a
+        barrier, worker 0 would wait forever). A worker's CPU time alone against its time
+        next to the others tells what running at the same time costs on this machine
+        (cores that slow each other down, lines both write) apart from the work itself."""
+        cpu = np.zeros(self.n)
         with self._lock:
             if self.n > 1 and not self._jobs:
                 raise RuntimeError("the team is closed")
+            if one_by_one:
+                for w in range(self.n):
+                    cpu[w] = _timed(fn, w)
+                return cpu
             for jobs in self._jobs:
                 jobs.put(fn)
             error = None
             try:
-                fn(0)
+                cpu[0] = _timed(fn, 0)
             except BaseException as exc:
                 error = exc
             for _ in self._jobs:
-                exc = self._done.get()
-                error = error or exc
+                got = self._done.get()
+                if isinstance(got, BaseException):
+                    error = error or got
+                else:
+                    cpu[got[0]] = got[1]
             if error is not None:
                 raise error
+        return cpu
 
     def close(self) -> None:
         """Let the pool threads finish."""
