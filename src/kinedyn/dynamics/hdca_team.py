@@ -10,7 +10,6 @@ a threaded run equals the serial ``integrate_fixed`` run bit for bit.
 """
 from __future__ import annotations
 
-
 import numba as nb
 import numpy as np
 
