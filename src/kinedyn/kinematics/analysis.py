@@ -314,13 +314,16 @@ class Kinematics:
         chunk = max(1, n // 100) if progress else n
         start, last_failure = 0, -1
         self.reanalyses = 0
-        runner = self.engine.runner if self.engine is not None else None
-        workers = runner.worker_cpu.copy() if runner is not None else None
+        workers = None  # outer threads: each worker's CPU seconds, summed over the runs
         wall, cpu, proc = _time.perf_counter(), _time.thread_time(), _time.process_time()
         while start < n:
             stop = min(n, start + chunk)
             with blas_threads(self.threads[1]):
                 st, k, group = self._run(times, q, qd, qdd, start, stop, extrapolate, outs)
+            # read now: a recovery below may replace the engine and its runner
+            runner = self.engine.runner if self.engine is not None else None
+            if runner is not None:
+                workers = runner.last_cpu if workers is None else workers + runner.last_cpu
             if st != K.OK:
                 # a degraded static pivot order (or redundant rows that stopped being
                 # redundant): recover at the last converged state and retry the step;
@@ -345,7 +348,7 @@ class Kinematics:
         wall, cpu = _time.perf_counter() - wall, _time.thread_time() - cpu
         proc = _time.process_time() - proc
         res = KinematicResults(self, times, out_q, out_qd, out_qdd, out_res, out_iter, wall,
-                               cpu, proc, None if runner is None else runner.worker_cpu - workers)
+                               cpu, proc, workers)
         if self.fixed:
             self._check_fixed_accuracy(res)
         return res

@@ -334,10 +334,10 @@ class ThreadedRunner:
         self.unit_ptr = np.array(ptr, np.int64)
         self.units = engine.make_units(groups, members, unit_values, private_zeros)
         self.team = Team(n, "kinedyn-group")
-        # each worker's thread CPU seconds over the runs so far (Kinematics.simulate reports
-        # them per step); one_by_one: the workers run in turn on the calling thread, each
-        # alone (Team.run; a diagnostic, only where no barrier makes them wait for each other)
-        self.worker_cpu = np.zeros(n)
+        # each worker's thread CPU seconds in the last run (Kinematics.simulate sums them over
+        # its runs); one_by_one: the workers run in turn on the calling thread, each alone
+        # (Team.run; a diagnostic, only where no barrier makes them wait for each other)
+        self.last_cpu = np.zeros(n)
         self.one_by_one = False
 
     def _instance_solvers(self):
@@ -355,15 +355,17 @@ class ThreadedRunner:
             self._built_from = e.sworks
 
     def run(self, times, q, qd, qdd, start, stop, tol, max_iter, fixed, extrapolate, outs):
+        if self.one_by_one and not self.replicate:
+            raise ValueError("one_by_one: these workers meet at a barrier after every DAG level, "
+                             "so they cannot run one after the other")
         e = self.engine
         out_q, out_qd, out_qdd, out_res, out_iter = outs
         n_q = len(q)
         res_w, it_w = resident_zeros((self.n, len(times))), resident_zeros((self.n, len(times)),
                                                                             np.int64)
         n_rows = out_q.shape[0]
-        if self._stage.shape[2] < n_rows:  # mapped before the run (resident_zeros)
+        if self._stage.shape[2] < n_rows:  # mapped before the run (private_zeros)
             self._stage = private_zeros((self.n, 3, n_rows, max(1, *map(len, self.staged))))
-            self._stage.fill(0.0)
         self.sync[:] = 0
         state = self.state[:, :, :n_q]
         state[:, 0], state[:, 1], state[:, 2] = q, qd, qdd
@@ -382,10 +384,7 @@ class ThreadedRunner:
         def work(w):
             kernel(e.kin.data, self.works, *parts, self.n_levels, w, *rest)
 
-        if self.one_by_one and not self.replicate:
-            raise ValueError("one_by_one: these workers meet at a barrier after every DAG level, "
-                             "so they cannot run one after the other")
-        self.worker_cpu += self.team.run(work, one_by_one=self.one_by_one)
+        self.last_cpu = self.team.run(work, one_by_one=self.one_by_one)
         for w, cols in enumerate(self.staged):
             for out, stage in zip((out_q, out_qd, out_qdd), self._stage[w]):
                 out[start:stop, cols] = stage[start:stop, :len(cols)]

@@ -42,6 +42,8 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array
 
+from .._memory import resident_zeros
+
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
 llvm.add_symbol("kinedyn_sched_yield", ctypes.cast(_libc.sched_yield, ctypes.c_void_p).value)
 sched_yield = types.ExternalFunction("kinedyn_sched_yield", types.int32())
@@ -73,12 +75,14 @@ def private_zeros(shape, dtype=np.float64) -> np.ndarray:
     """Zeros in cache lines of their own: the array starts on a 64-byte boundary and its last
     line is padded, so no other array shares a line with it. Scratch that one worker writes
     while another writes a neighbouring allocation would otherwise bounce a line between the
-    cores at every write (false sharing: small ``np.zeros`` come from the same malloc bins)."""
+    cores at every write (false sharing: small ``np.zeros`` come from the same malloc bins).
+    Its pages are mapped already (:func:`~kinedyn._memory.resident_zeros`): a run that writes
+    it does not pay for that inside its timed steps."""
     dtype = np.dtype(dtype)
     shape = (shape,) if np.isscalar(shape) else tuple(shape)
     size = int(np.prod(shape, dtype=np.int64))
     n_bytes = -(-max(size * dtype.itemsize, 1) // 64) * 64
-    raw = np.zeros(n_bytes + 64, np.uint8)
+    raw = resident_zeros(n_bytes + 64, np.uint8)
     skip = -raw.ctypes.data % 64
     return raw[skip:skip + size * dtype.itemsize].view(dtype).reshape(shape)
 
