@@ -63,6 +63,69 @@ def _triangular_outputs(system, block, sub, trig_pairs=False):
     return out
 
 
+def _torn_kernels(system, k, block, sub, q, every) -> list:
+    """The kernels of torn block ``k`` (:class:`~.triangular.TornBlock`), which read sines and
+    cosines instead of computing them (thesis Fig. 4.7: each secant iteration computes only
+    what the tear coordinate changes):
+
+    * ``tri_k_j(q, t, sc, G)``: inner block j's closed forms. They write their angles'
+      normalised (s, c) pairs into ``sc``, as a fully triangular plan's closed forms do (the
+      angles themselves only once the secant has converged, :func:`_secant_source`), and
+      read from ``sc`` every other angle's pair: the tear's (computed once per evaluation by
+      the secant), the earlier inner blocks' (just written) and the block's knowns'. The guess
+      values their roots are tracked against (the reference pair of each unknown not yet
+      solved but the tear, whose reference is its current value) come from ``G``.
+    * ``tres_k(q, sc, t, r)``: the residual equation, every sine and cosine from ``sc``.
+    * ``pres_k(q, sc, t, r)``: the whole block's equations from ``sc``: the check at the guess
+      and after the secant has converged (where ``sc`` holds the last evaluation's pairs).
+    * ``tcall_k(q, sc, G)``: once per call, the pairs of every angle these kernels read into
+      ``sc`` (the guess's for the unknowns) and the unknowns' guess pairs into ``G``.
+
+    Before, each evaluation of the beta1-driven Stephenson-III took 20 sines and cosines
+    (its tear's three times, the driven angle's twice, each guess's once, each inner angle's
+    again after its atan2) and three atan2 and each check 10; now an evaluation takes two
+    sines and cosines, a call ten and three atan2."""
+    S, _ = trig_symbols(system, q)
+    sc_of = {}                          # coordinate index -> (S_i, C_i) symbols read from sc
+    for i, c in enumerate(system.coordinates):
+        if c.angle:
+            sc_of[i] = (S[sp.sin(q[i])], S[sp.cos(q[i])])
+    reads = {**_reads(q), **{v: f"sc[{2 * i + a}]" for i, p in sc_of.items()
+                              for a, v in enumerate(p)}}
+    guess = {i: (sp.Symbol(f"G{i}s", real=True), sp.Symbol(f"G{i}c", real=True))
+             for i in block.unknowns if i in sc_of and i != block.tear}
+    reads.update({v: f"G[{2 * i + a}]" for i, p in guess.items() for a, v in enumerate(p)})
+    coords = system.coordinates
+    angle_targets = {f"q[{i}]" for i in block.unknowns if i in sc_of}
+    solved, kernels, used = set(), [], set()
+    for j, b in enumerate(block.inner):
+        local = dict(sub)               # s_, c_ -> sc; a not yet solved unknown's ref_ -> G
+        for i, (si, ci) in sc_of.items():
+            s_name, c_name = f"s_{coords[i].symbol.name}", f"c_{coords[i].symbol.name}"
+            ref = guess[i] if i in guess and i not in solved else (si, ci)
+            for name, value in ((s_name, si), (c_name, ci), (f"ref_{s_name}", ref[0]),
+                                (f"ref_{c_name}", ref[1])):
+                local[sp.Symbol(name, real=True)] = value
+        outs = [(target, e.xreplace(S)) for target, e in
+                _triangular_outputs(system, b, local, trig_pairs=True)
+                if target not in angle_targets]      # the angles: atan2 once, at the end
+        used |= set().union(*(e.free_symbols for _, e in outs))
+        kernels.append(Kernel(f"tri_{k}_{j}", ("q", "t", "sc", "G"), reads, outs))
+        solved |= set(b.unknowns)
+    res = every[block.residual].xreplace(S)
+    kernels.append(Kernel(f"tres_{k}", ("q", "sc", "t", "r"), reads, [("r[0]", res)]))
+    whole = [every[i].xreplace(S) for i in block.equations]
+    kernels.append(Kernel(f"pres_{k}", ("q", "sc", "t", "r"), reads,
+                          [(f"r[{a}]", e) for a, e in enumerate(whole)]))
+    used |= set().union(res.free_symbols, *(e.free_symbols for e in whole))
+    kernels.append(Kernel(f"tcall_{k}", ("q", "sc", "G"), _reads(q),
+                          [(f"sc[{2 * i + a}]", f(q[i])) for i in sc_of if set(sc_of[i]) & used
+                           for a, f in enumerate((sp.sin, sp.cos))]
+                          + [(f"G[{2 * i + a}]", f(q[i])) for i in guess
+                             if set(guess[i]) & used for a, f in enumerate((sp.sin, sp.cos))]))
+    return kernels
+
+
 def trig_symbols(system, qs):
     """{sin(q_i): S_i, cos(q_i): C_i} for the angle coordinates, and their reads from ``sc``:
     the kernels past the position solution read each sine and cosine that ``trig`` computed
@@ -173,12 +236,11 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
             calls_tri.append(f"tri_{k}")
         elif block.kind == "torn":
             inner = [f"tri_{k}_{j}" for j in range(len(block.inner))]
-            kernels += [Kernel(name, ("q", "t"), _reads(q), _triangular_outputs(system, b, sub))
-                        for name, b in zip(inner, block.inner)]
-            kernels.append(Kernel(f"tres_{k}", ("q", "t", "r"), _reads(q),
-                                  [("r[0]", every[block.residual])]))
-            extra.append(_secant_source(f"torn_{k}", inner, f"tres_{k}", block, f"res_{k}",
-                                        f"newton_{k}", n_torn))
+            kernels += _torn_kernels(system, k, block, sub, q, every)
+            extra.append(_secant_source(f"torn_{k}", inner, f"tres_{k}", f"tcall_{k}", block,
+                                        f"pres_{k}", f"newton_{k}", n_torn,
+                                        [i for i in block.unknowns
+                                         if system.coordinates[i].angle]))
             n_torn += 1
             if _RESET not in extra:
                 extra.append(_RESET)
@@ -311,16 +373,21 @@ def {name}(q, t, tol, max_iter, S):
 '''
 
 
-def _secant_source(name, inner, res, block, block_res, fallback, index):
+def _secant_source(name, inner, res, setup, block, block_res, fallback, index, angles):
     """The secant method on a torn block's tear coordinate (:class:`~.triangular.TornBlock`):
-    first the whole block's residual (``block_res``) at the guess, as Newton checks it (a
+    first the whole block's residual (``block_res``, from the sines and cosines ``setup``
+    computes) at the guess, as Newton checks it (a
     tracked guess often satisfies a loose tolerance already); else each secant evaluation
     runs the ``inner`` closed forms from the tear value and the ``res`` equation, and a
     converged secant is checked on the whole block again (an inner square root clamped at a
     negative discriminant leaves its own equation unsatisfied). If the secant stalls, meets a
     NaN or fails that check, Newton on the whole block (``fallback``) from the values the call
     started with. Returns the number of closed-form evaluations (or Newton's iterations), -1
-    on failure. Works in the caller's arrays ``S`` as the Newton blocks do.
+    on failure. Works in the caller's arrays ``S`` as the Newton blocks do. ``setup``: the
+    kernel that puts the knowns' and the guess's sines and cosines into ``S[5]`` and ``S[8]``
+    once per call (:func:`_torn_kernels`); ``angles``: the block's angle unknowns. The tear's
+    sine and cosine are computed at each evaluation; the other angles are taken by atan2 from
+    their pairs in ``S[5]`` once the secant has converged, not at every evaluation.
 
     The secant's second point: a Newton step with the slope at the solution predicted from
     the block's last two converged secants (their final slopes, ``S[7][2 index:2 index + 2]``,
@@ -334,18 +401,25 @@ def _secant_source(name, inner, res, block, block_res, fallback, index):
     others = [int(u) for u in block.unknowns if int(u) != tear]
     m = len(block.equations)
     # every evaluation starts from the guess: the inner closed forms keep the roots nearest
-    # the unknowns' values in q, which must be the guess's, not the last secant iterate's (the
-    # free Stephenson-III near its limit position: an iterate's roots on the other assembly
-    # mode led the next evaluations there, and the secant converged on that mode)
-    evaluate = "reset(q, cols, start); " + "; ".join(f"{f}(q, t)" for f in inner)
+    # the guess (the angles' pairs in G, other unknowns' values in q, reset here), not the last
+    # secant iterate's (the free Stephenson-III near its limit position: an iterate's roots on
+    # the other assembly mode led the next evaluations there, and the secant converged on
+    # that mode); then the tear's sine and cosine, which the inner closed forms and the
+    # residual read from sc
+    trig = (f"sc[{2 * tear}] = math.sin(q[{tear}]); sc[{2 * tear + 1}] = math.cos(q[{tear}]); "
+            if tear in angles else "")
+    finish = "".join(f"\n                q[{i}] = math.atan2(sc[{2 * i}], sc[{2 * i + 1}])"
+                     for i in others if i in angles)
+    evaluate = f"reset(q, cols, start); {trig}" + "; ".join(f"{f}(q, t, sc, G)" for f in inner)
     return f'''
 OTHERS_{name} = np.array({others}, dtype=np.int64)
 
 
 @njit(cache=True)
 def {name}(q, t, tol, max_iter, S):
-    r, start, slope = S[0], S[6], S[7]
-    {block_res}(q, t, r)
+    r, sc, start, slope, G = S[0], S[5], S[6], S[7], S[8]
+    {setup}(q, sc, G)
+    {block_res}(q, sc, t, r)
     if largest(r[:{m}]) <= tol:
         return 0
     cols = OTHERS_{name}
@@ -354,7 +428,7 @@ def {name}(q, t, tol, max_iter, S):
     x0 = q[{tear}]
     tear0 = x0
     {evaluate}
-    {res}(q, t, r)
+    {res}(q, sc, t, r)
     f = r[0]
     s1, s = slope[{2 * index}], slope[{2 * index + 1}]
     if s1 != 0.0:
@@ -365,17 +439,17 @@ def {name}(q, t, tol, max_iter, S):
         x = x0 + {SECANT_STEP!r} * (1.0 + abs(x0))
     for it in range(1, max_iter + 1):
         if abs(f) <= tol:   # the inner equations too (not so where a root was clamped)
-            {block_res}(q, t, r)
+            {block_res}(q, sc, t, r)
             if largest(r[:{m}]) <= max(tol, {INNER_CHECK!r}):
                 if it > 1:      # a new slope at the solution
                     slope[{2 * index}] = slope[{2 * index + 1}]
-                    slope[{2 * index + 1}] = s
+                    slope[{2 * index + 1}] = s{finish}
                 return it
             break
         f0 = f
         q[{tear}] = x
         {evaluate}
-        {res}(q, t, r)
+        {res}(q, sc, t, r)
         f = r[0]
         if f == f0 or f != f:
             break
@@ -453,11 +527,13 @@ def trig_after(mode, q, sc):
 def position_workspace():
     """The arrays every iterated block of the position solvers works in, one after the other:
     residual, Jacobian, step matrix, step, pivots, sines and cosines, a torn block's saved
-    values (sized for the largest block, Newton on all dependent coordinates included), and
-    each torn block's last two secant slopes (0: none yet)."""
+    values (sized for the largest block, Newton on all dependent coordinates included),
+    each torn block's last two secant slopes (0: none yet), and a torn block's guess pairs
+    (the sines and cosines of its unknowns at the call's start, :func:`_torn_kernels`)."""
     nd = DEP.shape[0]
     return (np.zeros(PROWS_), np.zeros((PROWS_, NQ_)), np.zeros((nd, nd)), np.zeros(nd),
-            np.zeros(nd, dtype=np.int64), np.zeros(2 * NQ_), np.zeros(nd), np.zeros(2 * NTORN_))
+            np.zeros(nd, dtype=np.int64), np.zeros(2 * NQ_), np.zeros(nd), np.zeros(2 * NTORN_),
+            np.zeros(2 * NQ_))
 
 
 @inlined
