@@ -126,8 +126,7 @@ class Dynamics:
         self.t0 = float(t0)
         self.work = f.make_work()
         q = assemble(f, f.q0 if q0 is None else q0, t0, min(self.tol * 100, 1e-10), self.work)
-        J = constraint_jacobian(f, q, t0, self.work).toarray()
-        rows, redundant = independent_rows(J)
+        rows, redundant = independent_rows(constraint_jacobian(f, q, t0, self.work))
         self.rows, self.redundant = rows, redundant
         if len(redundant):
             warnings.warn(f"{len(redundant)} redundant constraint(s) ignored by the solver: "

@@ -128,7 +128,7 @@ class Kinematics:
                 f"the initial configuration is singular (Jacobian rank {len(rows)} of "
                 f"{self.f.n_q}): a dead centre or bifurcation point; start elsewhere",
                 time=t0, constraints=[self.f.constraint_names[r]
-                                      for r in singular_rows(J)])
+                                      for r in singular_rows(J.toarray())])
         if len(rows) < self.f.n_q:
             raise ModelError(
                 f"kinematic analysis needs every degree of freedom driven, but {self.model.name!r} "
@@ -177,8 +177,8 @@ class Kinematics:
     def _select_rows(self, q, t) -> np.ndarray:
         """Keep the constraint rows that are independent at q (rank-revealing QR of Phi_q, see
         :func:`.diagnose.independent_rows`); the rest are redundant. Same rows for the dense and
-        the sparse solver. Returns the full Jacobian at q (dense)."""
-        J = self.jacobian(q, t).toarray()
+        the sparse solver. Returns the full Jacobian at q (sparse)."""
+        J = self.jacobian(q, t)
         self.rows, self.redundant = independent_rows(J)
         self.plan = K.make_plan(self.f, self.rows, np.arange(self.f.n_q))
         self.pw = K.make_plan_work(self.plan, self.nnz)
