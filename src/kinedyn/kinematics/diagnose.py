@@ -33,8 +33,7 @@ def independent_rows(J, tol: float = 1e-9, sparse_from: int = SPARSE_ROWS
     if J.shape[0] >= sparse_from and full_row_rank(J):
         return np.arange(J.shape[0], dtype=np.int64), np.zeros(0, np.int64)
     J = J.toarray() if sps.issparse(J) else np.asarray(J)
-    scale = np.maximum(np.abs(J).max(axis=1, keepdims=True), 1e-300)
-    _, R, piv = sla.qr((J / scale).T, mode="economic", pivoting=True)
+    _, R, piv = sla.qr((J / _row_scales(J)[:, None]).T, mode="economic", pivoting=True)
     diag = np.abs(np.diag(R))
     rank = int(np.sum(diag > tol * max(diag[0], 1e-300))) if diag.size else 0
     return np.sort(piv[:rank]).astype(np.int64), np.sort(piv[rank:]).astype(np.int64)
@@ -51,8 +50,7 @@ def full_row_rank(J, ratio: float = PIVOT_RATIO) -> bool:
     m, n = J.shape
     if m > n:
         return False
-    scale = np.maximum(abs(J).max(axis=1).toarray().ravel(), 1e-300)
-    A = sps.diags(1.0 / scale) @ J
+    A = sps.diags(1.0 / _row_scales(J)) @ J
     A.eliminate_zeros()
     cols = maximum_bipartite_matching(A, perm_type="column")   # row i -> its column
     if (cols < 0).any():
@@ -65,10 +63,16 @@ def full_row_rank(J, ratio: float = PIVOT_RATIO) -> bool:
     return bool(pivots.min() > ratio * pivots.max())
 
 
+def _row_scales(J) -> np.ndarray:
+    """Each row's largest |entry| (J dense or sparse; at least 1e-300): the rank tests compare
+    the rows at unit max-norm."""
+    big = abs(J).max(axis=1)
+    return np.maximum(big.toarray().ravel() if sps.issparse(big) else np.ravel(big), 1e-300)
+
+
 def singular_rows(J: np.ndarray, count: int = 6) -> np.ndarray:
     """Rows taking part in the rank loss of J: largest entries of the left null vector."""
-    scale = np.maximum(np.abs(J).max(axis=1, keepdims=True), 1e-300)
-    U, s, _ = np.linalg.svd(J / scale)
+    U, s, _ = np.linalg.svd(J / _row_scales(J)[:, None])
     u = np.abs(U[:, -1]) if len(s) == J.shape[0] else np.abs(U[:, len(s):]).max(axis=1)
     order = np.argsort(-u)
     return order[:count][u[order[:count]] > 0.05 * u[order[0]]]

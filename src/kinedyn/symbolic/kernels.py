@@ -85,13 +85,10 @@ def _torn_kernels(system, k, block, sub, q, every) -> list:
     (its tear's three times, the driven angle's twice, each guess's once, each inner angle's
     again after its atan2) and three atan2 and each check 10; now an evaluation takes two
     sines and cosines, a call ten and three atan2."""
-    S, _ = trig_symbols(system, q)
-    sc_of = {}                          # coordinate index -> (S_i, C_i) symbols read from sc
-    for i, c in enumerate(system.coordinates):
-        if c.angle:
-            sc_of[i] = (S[sp.sin(q[i])], S[sp.cos(q[i])])
-    reads = {**_reads(q), **{v: f"sc[{2 * i + a}]" for i, p in sc_of.items()
-                              for a, v in enumerate(p)}}
+    S, sc_reads = trig_symbols(system, q)
+    sc_of = {i: (S[sp.sin(q[i])], S[sp.cos(q[i])])      # coordinate index -> (S_i, C_i)
+             for i, c in enumerate(system.coordinates) if c.angle}
+    reads = {**_reads(q), **sc_reads}
     guess = {i: (sp.Symbol(f"G{i}s", real=True), sp.Symbol(f"G{i}c", real=True))
              for i in block.unknowns if i in sc_of and i != block.tear}
     reads.update({v: f"G[{2 * i + a}]" for i, p in guess.items() for a, v in enumerate(p)})
