@@ -24,6 +24,8 @@ from typing import NamedTuple
 
 import numba as nb
 import numpy as np
+from numba import types
+from numba.extending import overload
 
 from .._jit import INLINED
 from .._unmanaged import unmanaged
@@ -171,13 +173,9 @@ class GroupEngine:
             return self.runner.run(times, q, qd, qdd, start, stop, tol, max_iter, fixed,
                                    extrapolate, outs)
         u = self.units
-        if fixed:
-            st, k, i = run_paper(self.kin.data, self.kin.work, *u.parts(), times, q, qd, qdd,
-                                 start, stop, tol, max_iter, extrapolate, *outs)
-        else:
-            st, k, i = run_groups(self.kin.data, self.kin.work, *u.parts(), self.solvers,
-                                  self.sworks, self.plans, self.pws, times, q, qd, qdd, start,
-                                  stop, tol, max_iter, extrapolate, *outs)
+        groups = (None,) * 4 if fixed else (self.solvers, self.sworks, self.plans, self.pws)
+        st, k, i = run_units(self.kin.data, self.kin.work, *u.parts(), *groups, times, q, qd,
+                             qdd, start, stop, tol, max_iter, extrapolate, *outs)
         return st, k, (self.failed_group(u, i, q, times[min(k, len(times) - 1)]) if i >= 0
                        else -1)
 
@@ -322,11 +320,10 @@ def _converged_unit(data, work, solver, swork, plan, pw, uw, groups, q, qd, t, t
 @nb.njit(**INLINED)
 def unit_step(data, work, units, groups, u, q, qd, qdd, t, tol, max_iter, track):
     """Positions, velocities and accelerations of unit ``u`` (``units``: :meth:`Units.parts`).
-    Without ``groups`` (None: :func:`run_paper`) the paper's step (:func:`.kernels.paper_step`:
-    ``max_iter`` Newton-Raphson iterations of the whole unit, every group doing exactly that
-    many); with the groups' (solvers, solver works, plans, plan works) (:func:`run_groups`)
-    converged, each group with its own iterations (:func:`_converged_unit`; ``track``: the
-    unit holds the factorisation of the previous step's solution); then the accelerations
+    Without ``groups`` (None) the paper's step (:func:`.kernels.paper_step`: ``max_iter``
+    Newton-Raphson iterations of the whole unit, every group doing exactly that many); with the
+    groups' (solvers, solver works, plans, plan works) converged, each group with its own
+    iterations (:func:`_converged_unit`; ``track``: the unit holds the factorisation of the previous step's solution); then the accelerations
     (eq. 3). Numba prunes the branch that ``groups``' type excludes, so each run kernel holds
     one kind of step. Inlined by LLVM (``forceinline``, as are the kernels it calls) into its
     callers, so the tuples are never copied into a call frame; only unit ``u``'s members are
@@ -343,10 +340,47 @@ def unit_step(data, work, units, groups, u, q, qd, qdd, t, tol, max_iter, track)
     return st, it, err
 
 
-@nb.njit(**INLINED)
-def _run_units(data, work, units, groups, times, q, qd, qdd, start, stop, tol, max_iter,
-               extrapolate, out_q, out_qd, out_qdd, out_res, out_iter):
-    """The steps of :func:`run_groups` (``groups``: converged) and :func:`run_paper` (None)."""
+def group_parts(solvers, sworks, plans, pws):
+    """The groups' parts a run kernel gets, each tuple made unmanaged on its own, or None when
+    they are None (the paper's step). Numba picks one of the two at compile time by the
+    arguments' types (an ``if solvers is None`` in the kernel types both branches: Numba prunes
+    such a test only for None itself, so the result would be an optional tuple)."""
+    raise NotImplementedError("group_parts() is only available inside compiled code")
+
+
+@overload(group_parts, inline="always")
+def _ov_group_parts(solvers, sworks, plans, pws):
+    if isinstance(solvers, types.NoneType):
+        return lambda solvers, sworks, plans, pws: None
+    return lambda solvers, sworks, plans, pws: (unmanaged(solvers), unmanaged(sworks),
+                                                unmanaged(plans), unmanaged(pws))
+
+
+@nb.njit(cache=True, nogil=True)
+def run_units(data_, work_, solvers_, sworks_, plans_, pws_, uworks_, gsolvers_, gsworks_,
+              gplans_, gpws_, times_, q_, qd_, qdd_, start, stop, tol, max_iter, extrapolate,
+              out_q_, out_qd_, out_qdd_, out_res_, out_iter_):
+    """Steps ``start..stop-1``, unit by unit (:func:`unit_step`; see :func:`.kernels.run` for
+    the tracking): the units' (solvers, solver works, plans, plan works, unit works), then
+    their groups' (solvers, solver works, plans, plan works) - converged to ``tol`` - or four
+    None: the paper's step (``max_iter`` Newton-Raphson iterations per step). Returns
+    ``(status, step, failing unit)``.
+
+    None is a type of its own, so Numba compiles the two modes as two kernels and prunes the
+    branch the other takes: the paper's kernel neither holds the converged step nor unboxes
+    the groups' arrays (one kernel for both took 0.1 us more per paper step, Stewart platform,
+    2.4 us, and each call from Python 60 us instead of 22). Written as one kernel, not a loop
+    function inlined into one kernel per mode: each inlined layer is compiled on its own as
+    well (docs/architecture.md, "What the test suite's time is made of"). Each tuple is made
+    unmanaged on its own: one ``unmanaged`` of all of them nested took 17 s to compile
+    (Stewart platform), against 2.5 s."""
+    units = (unmanaged(solvers_), unmanaged(sworks_), unmanaged(plans_), unmanaged(pws_),
+             unmanaged(uworks_))
+    groups = group_parts(gsolvers_, gsworks_, gplans_, gpws_)
+    data, work, times = unmanaged(data_), unmanaged(work_), unmanaged(times_)
+    q, qd, qdd = unmanaged(q_), unmanaged(qd_), unmanaged(qdd_)
+    out_q, out_qd, out_qdd = unmanaged(out_q_), unmanaged(out_qd_), unmanaged(out_qdd_)
+    out_res, out_iter = unmanaged(out_res_), unmanaged(out_iter_)
     for k in range(start, stop):
         t = times[k]
         if extrapolate:  # every coordinate at once (the threads: each its groups', same values)
@@ -366,39 +400,3 @@ def _run_units(data, work, units, groups, times, q, qd, qdd, start, stop, tol, m
         out_res[k] = err_max
         out_iter[k] = it_max
     return K.OK, stop, -1
-
-
-@nb.njit(cache=True, nogil=True)
-def run_groups(data_, work_, solvers_, sworks_, plans_, pws_, uworks_, gsolvers_, gsworks_,
-               gplans_, gpws_, times_, q_, qd_, qdd_, start, stop, tol, max_iter, extrapolate,
-               out_q_, out_qd_, out_qdd_, out_res_, out_iter_):
-    """Steps ``start..stop-1`` converged to ``tol``, unit by unit (:func:`unit_step`; see
-    :func:`.kernels.run` for the tracking): the units' (solvers, solver works, plans, plan
-    works, unit works), then their groups' (solvers, solver works, plans, plan works).
-    Returns ``(status, step, failing unit)``. Each tuple is made unmanaged on its own: one
-    ``unmanaged`` of all of them nested took 17 s to compile (Stewart platform), against
-    2.5 s."""
-    units = (unmanaged(solvers_), unmanaged(sworks_), unmanaged(plans_), unmanaged(pws_),
-             unmanaged(uworks_))
-    groups = (unmanaged(gsolvers_), unmanaged(gsworks_), unmanaged(gplans_), unmanaged(gpws_))
-    return _run_units(unmanaged(data_), unmanaged(work_), units, groups, unmanaged(times_),
-                      unmanaged(q_), unmanaged(qd_), unmanaged(qdd_), start, stop, tol,
-                      max_iter, extrapolate, unmanaged(out_q_), unmanaged(out_qd_),
-                      unmanaged(out_qdd_), unmanaged(out_res_), unmanaged(out_iter_))
-
-
-@nb.njit(cache=True, nogil=True)
-def run_paper(data_, work_, solvers_, sworks_, plans_, pws_, uworks_, times_, q_, qd_, qdd_,
-              start, stop, tol, max_iter, extrapolate, out_q_, out_qd_, out_qdd_, out_res_,
-              out_iter_):
-    """:func:`run_groups` for the paper's step (``max_iter`` Newton-Raphson iterations per
-    step): a kernel of its own, without the groups' solvers and plans, which only the
-    converged step needs. One kernel for both modes took 0.1 us more per paper step (Stewart
-    platform, 2.4 us) and each call from Python 60 us instead of 22 (unboxing the groups'
-    arrays)."""
-    units = (unmanaged(solvers_), unmanaged(sworks_), unmanaged(plans_), unmanaged(pws_),
-             unmanaged(uworks_))
-    return _run_units(unmanaged(data_), unmanaged(work_), units, None, unmanaged(times_),
-                      unmanaged(q_), unmanaged(qd_), unmanaged(qdd_), start, stop, tol,
-                      max_iter, extrapolate, unmanaged(out_q_), unmanaged(out_qd_),
-                      unmanaged(out_qdd_), unmanaged(out_res_), unmanaged(out_iter_))

@@ -254,7 +254,7 @@ def acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t):
 def paper_step(data, work, solver, swork, plan, pw, q, qd, t, tol, n_iter):
     """The Group Equations paper's step (Algorithm 1, lines 4-5, with tEnd2 = ``n_iter``):
     exactly ``n_iter`` Newton-Raphson iterations (eq. 1) from q, then velocities (eq. 2) - and
-    accelerations (eq. 3), which :func:`step` solves after it - with **one factorisation per
+    accelerations (eq. 3), which its callers solve after it - with **one factorisation per
     iteration and none more**.
 
     Each iteration factorises Phi_phi at its own iterate q_k and corrects q. The last
@@ -292,25 +292,6 @@ def paper_step(data, work, solver, swork, plan, pw, q, qd, t, tol, n_iter):
 
 
 @nb.njit(**_STEP)
-def step(data, work, solver, swork, plan, pw, q, qd, qdd, t, tol, max_iter, fixed, track):
-    """Positions, velocities and accelerations of the plan's columns at time t from q: the
-    paper's step with ``fixed`` (:func:`paper_step`); else converged to ``tol``, by chord
-    iterations when ``track`` (the solver holds the factorisation of the previous step,
-    :func:`position_tracking`) or Newton-Raphson. Returns ``(status, iterations, residual)``.
-    Every sub-problem has one call site here: they are all inlined (compile time)."""
-    if fixed:
-        st, it, err = paper_step(data, work, solver, swork, plan, pw, q, qd, t, tol, max_iter)
-    else:
-        st, it, err = position_tracking(data, work, solver, swork, plan, pw, q, t, tol,
-                                        max_iter, track)
-        if st == OK:
-            velocity(data, work, solver, swork, plan, pw, q, qd, t)
-    if st == OK:
-        acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t)
-    return st, it, err
-
-
-@nb.njit(**_STEP)
 def predict(times, k, q, qd, qdd, out_qdd):
     """Tracking prediction of q at step ``k`` from step ``k - 1``: third-order Taylor
     extrapolation, the jerk from the accelerations of the last two steps (read back from
@@ -342,7 +323,9 @@ def run(data_, work_, solver_, swork_, plan_, pw_, times_, q_, qd_, qdd_, start,
     iterations, one factorisation each, the last one reused for velocities and accelerations).
     Returns ``(status, step)``: the first failing step, or ``stop``. Every array is used
     through an unmanaged view: the inlined sub-problems would otherwise count references to
-    q, qd, qdd atomically about 30 times per step (docs/architecture.md).
+    q, qd, qdd atomically about 30 times per step (docs/architecture.md). Every sub-problem
+    has one call site here, and the step is written out in the loop rather than as a function
+    of its own: each function inlined by LLVM is compiled on its own as well (compile time).
     """
     data, work, solver, swork = unmanaged(data_), unmanaged(work_), unmanaged(solver_), unmanaged(swork_)
     plan, pw = unmanaged(plan_), unmanaged(pw_)
@@ -353,8 +336,16 @@ def run(data_, work_, solver_, swork_, plan_, pw_, times_, q_, qd_, qdd_, start,
         t = times[k]
         if extrapolate:
             predict(times, k, q, qd, qdd, out_qdd)
-        st, it, err = step(data, work, solver, swork, plan, pw, q, qd, qdd, t, tol, max_iter,
-                           fixed, k > start)
+        if fixed:
+            st, it, err = paper_step(data, work, solver, swork, plan, pw, q, qd, t, tol,
+                                     max_iter)
+        else:  # chord iterations from the factorisation of the step before (tracking)
+            st, it, err = position_tracking(data, work, solver, swork, plan, pw, q, t, tol,
+                                            max_iter, k > start)
+            if st == OK:
+                velocity(data, work, solver, swork, plan, pw, q, qd, t)
+        if st == OK:
+            acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t)
         if st != OK:
             return st, k
         out_q[k] = q

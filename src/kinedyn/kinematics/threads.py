@@ -41,7 +41,7 @@ from ..parallel.team import (ABORT, LINE, NEVER, SPINS, Team, atomic_add,  # noq
                              atomic_load, atomic_store, barrier, first_failure, make_sync,
                              private_copy, private_zeros, publish_failure, sched_yield)
 from . import kernels as K
-from .grouped import unit_step
+from .grouped import group_parts, unit_step
 
 
 # ---- the worker kernel ------------------------------------------------------------------------
@@ -64,10 +64,11 @@ def predict(times, k, cols, q, qd, qdd, qdd_old):
         q[j] += h * qd[j] + 0.5 * h * h * qdd[j] + c * jerk
 
 
-@nb.njit(**INLINED)
-def _work(data, works, units, unit_ptr, groups, n_levels, w, n_workers, replicate, sync, times,
-          state, record, stage, start, stop, tol, max_iter, extrapolate, out_q, out_qd, out_qdd,
-          out_res, out_iter, status):
+@nb.njit(cache=True, nogil=True)
+def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, unit_ptr_, gsolvers_,
+               gsworks_, gplans_, gpws_, n_levels, w, n_workers, replicate, sync_, times_,
+               state_, record_, stage_, start, stop, tol, max_iter, extrapolate, out_q_, out_qd_,
+               out_qdd_, out_res_, out_iter_, status_):
     """Worker ``w`` of ``n_workers``: steps ``start..stop-1`` for its groups.
 
     Units ``unit_ptr[w * n_levels + lv]`` to ``unit_ptr[w * n_levels + lv + 1] - 1`` (their
@@ -76,7 +77,8 @@ def _work(data, works, units, unit_ptr, groups, n_levels, w, n_workers, replicat
     ancestors others own) - with the sparse solver as one block-diagonal system, with the dense
     one group by group - each with scratch of its own. ``groups``: the group instances'
     (solvers, solver works, plans, plan works), which the units' members index (their own
-    Newton-Raphson in converged steps); None: the paper's step (:func:`run_worker_paper`).
+    Newton-Raphson in converged steps); four None: the paper's step (a kernel of its own, as
+    :func:`~.grouped.run_units`).
     ``state[r]`` holds q, qd, qdd and the accelerations of the step before (:func:`predict`);
     ``r = w`` with ``replicate``, else the shared ``r = 0`` and a barrier after every level.
     Worker ``w`` records column ``c`` as ``record[w, c]`` says (:func:`recording`): straight
@@ -89,6 +91,14 @@ def _work(data, works, units, unit_ptr, groups, n_levels, w, n_workers, replicat
     two workers: 63 -> 5.0 us per step). ``out_res``/``out_iter`` are (n_workers, n_steps);
     ``status[w]`` receives (status, step, unit) of a failure (status 0 when the worker
     finished)."""
+    units = (unmanaged(solvers_), unmanaged(sworks_), unmanaged(plans_), unmanaged(pws_),
+             unmanaged(uworks_))
+    groups = group_parts(gsolvers_, gsworks_, gplans_, gpws_)
+    data, works, unit_ptr = unmanaged(data_), unmanaged(works_), unmanaged(unit_ptr_)
+    sync, times, state = unmanaged(sync_), unmanaged(times_), unmanaged(state_)
+    record, stage = unmanaged(record_), unmanaged(stage_)
+    out_q, out_qd, out_qdd = unmanaged(out_q_), unmanaged(out_qd_), unmanaged(out_qdd_)
+    out_res, out_iter, status = unmanaged(out_res_), unmanaged(out_iter_), unmanaged(status_)
     work = works[w]
     n = record.shape[1]
     r = w if replicate else 0
@@ -136,39 +146,6 @@ def _work(data, works, units, unit_ptr, groups, n_levels, w, n_workers, replicat
                 return
         out_res[w, k] = err_max
         out_iter[w, k] = it_max
-
-
-@nb.njit(cache=True, nogil=True)
-def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, unit_ptr_, gsolvers_,
-               gsworks_, gplans_, gpws_, n_levels, w, n_workers, replicate, sync_, times_,
-               state_, record_, stage_, start, stop, tol, max_iter, extrapolate, out_q_, out_qd_,
-               out_qdd_, out_res_, out_iter_, status_):
-    """Worker ``w``'s steps converged to ``tol`` (:func:`_work`), the units' parts, then the
-    group instances' (each tuple unmanaged on its own: compile time, grouped.run_groups)."""
-    units = (unmanaged(solvers_), unmanaged(sworks_), unmanaged(plans_), unmanaged(pws_),
-             unmanaged(uworks_))
-    groups = (unmanaged(gsolvers_), unmanaged(gsworks_), unmanaged(gplans_), unmanaged(gpws_))
-    _work(unmanaged(data_), unmanaged(works_), units, unmanaged(unit_ptr_), groups, n_levels, w,
-          n_workers, replicate, unmanaged(sync_), unmanaged(times_), unmanaged(state_),
-          unmanaged(record_), unmanaged(stage_), start, stop, tol, max_iter, extrapolate,
-          unmanaged(out_q_), unmanaged(out_qd_), unmanaged(out_qdd_), unmanaged(out_res_),
-          unmanaged(out_iter_), unmanaged(status_))
-
-
-@nb.njit(cache=True, nogil=True)
-def run_worker_paper(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, unit_ptr_,
-                     n_levels, w, n_workers, replicate, sync_, times_, state_, record_, stage_,
-                     start, stop, tol, max_iter, extrapolate, out_q_, out_qd_, out_qdd_, out_res_,
-                     out_iter_, status_):
-    """Worker ``w``'s paper steps (:func:`_work`; a kernel of its own, without the group
-    instances, as :func:`~.grouped.run_paper`)."""
-    units = (unmanaged(solvers_), unmanaged(sworks_), unmanaged(plans_), unmanaged(pws_),
-             unmanaged(uworks_))
-    _work(unmanaged(data_), unmanaged(works_), units, unmanaged(unit_ptr_), None, n_levels, w,
-          n_workers, replicate, unmanaged(sync_), unmanaged(times_), unmanaged(state_),
-          unmanaged(record_), unmanaged(stage_), start, stop, tol, max_iter, extrapolate,
-          unmanaged(out_q_), unmanaged(out_qd_), unmanaged(out_qdd_), unmanaged(out_res_),
-          unmanaged(out_iter_), unmanaged(status_))
 
 
 DIRECT, NOT_MINE = -1, -2  # record[w, c]: written to the output rows / by another worker
@@ -372,17 +349,14 @@ class ThreadedRunner:
         if start >= 2:
             state[:, 3] = out_qdd[start - 2]
         self._instance_solvers()
-        if fixed:
-            kernel, parts = run_worker_paper, (*self.units.parts(), self.unit_ptr)
-        else:
-            kernel, parts = run_worker, (*self.units.parts(), self.unit_ptr, self.solvers,
-                                         self.sworks, self.plans, self.pws)
+        groups = (None,) * 4 if fixed else (self.solvers, self.sworks, self.plans, self.pws)
+        parts = (*self.units.parts(), self.unit_ptr, *groups)
         rest = (self.n, self.replicate, self.sync, times, self.state, self.record, self._stage,
                 start, stop, tol, max_iter, extrapolate, out_q, out_qd, out_qdd, res_w, it_w,
                 self.status)
 
         def work(w):
-            kernel(e.kin.data, self.works, *parts, self.n_levels, w, *rest)
+            run_worker(e.kin.data, self.works, *parts, self.n_levels, w, *rest)
 
         self.last_cpu = self.team.run(work, one_by_one=self.one_by_one)
         for w, cols in enumerate(self.staged):
