@@ -323,11 +323,11 @@ def unit_step(data, work, units, groups, u, q, qd, qdd, t, tol, max_iter, track)
     Without ``groups`` (None) the paper's step (:func:`.kernels.paper_step`: ``max_iter``
     Newton-Raphson iterations of the whole unit, every group doing exactly that many); with the
     groups' (solvers, solver works, plans, plan works) converged, each group with its own
-    iterations (:func:`_converged_unit`; ``track``: the unit holds the factorisation of the previous step's solution); then the accelerations
-    (eq. 3). Numba prunes the branch that ``groups``' type excludes, so each run kernel holds
-    one kind of step. Inlined by LLVM (``forceinline``, as are the kernels it calls) into its
-    callers, so the tuples are never copied into a call frame; only unit ``u``'s members are
-    picked out, once."""
+    iterations (:func:`_converged_unit`; ``track``: the unit holds the factorisation of the
+    previous step's solution); then the accelerations (eq. 3). Numba prunes the branch that
+    ``groups``' type excludes, so each run kernel holds one kind of step. Inlined by LLVM
+    (``forceinline``, as are the kernels it calls) into its callers, so the tuples are never
+    copied into a call frame; only unit ``u``'s members are picked out, once."""
     solver, swork, plan, pw = units[0][u], units[1][u], units[2][u], units[3][u]
     units[4][u].failed[0] = -1
     if groups is None:
