@@ -20,7 +20,7 @@ def _schur_pair(dyn, project=True):
     f = dyn.f
     out = []
     for dense in (True, False):
-        s = schur.build(f.data, f.mass_dense, dyn.rows, project=project, dense=dense)
+        s = schur.build(f, f.mass_dense, dyn.rows, project=project, dense=dense)
         out.append((s, schur.make_work(s, f.make_work())))
     return out
 
@@ -74,7 +74,7 @@ def test_dense_path_reports_a_singular_configuration():
     rows = np.array([dyn.rows[0], dyn.rows[0]])
     y = np.concatenate([dyn.q_initial, dyn.qd_initial])
     for dense in (True, False):
-        s = schur.build(dyn.f.data, dyn.f.mass_dense, rows, dense=dense)
+        s = schur.build(dyn.f, dyn.f.mass_dense, rows, dense=dense)
         assert eval_state_derivative(s, schur.make_work(s, dyn.f.make_work()), y, 0.0,
                                      np.zeros_like(y)) != 0
 

@@ -2,7 +2,8 @@
 against the loops it unrolls: Phi with Phi_q, Phi, Phi_t and gamma equal to the bit on every
 library model and on test models with every joint, driver and equation kind (planar and
 spatial), for all rows and for row subsets in any order; the size limit, the switch and the
-disk cache; and a kinematic run that is the same trajectory with and without the code."""
+disk cache; and kinematic and dynamic runs that are the same trajectories with and without the
+code."""
 from __future__ import annotations
 
 import numba as nb
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from kinedyn import _llvm
+from kinedyn.dynamics import Dynamics
 from kinedyn.formulations import protocol
 from kinedyn.formulations.natural import Natural, codegen
 from kinedyn.formulations.natural.layout import ANGLE
@@ -23,23 +25,26 @@ BUILDERS = {**{n: (lambda n=n: get(n)) for n in MODELS},
 
 
 @nb.njit(cache=True)
-def evaluate(data, work, q, qd, t, rows, phi, values, phi_alone, phi_t, gamma):
-    """The four generated functions' protocol calls (each one or its loops)."""
+def evaluate(data, work, q, qd, t, rows, phi, values, phi_alone, values_alone, phi_t, gamma):
+    """The protocol calls that run generated code (each one or its loops): Phi_q alone runs
+    Phi with Phi_q's."""
     protocol.calc_phi_and_phi_q(data, work, q, t, rows, phi, values)
+    protocol.calc_phi_q(data, work, q, t, rows, values_alone)
     protocol.calc_phi(data, work, q, t, rows, phi_alone)
     protocol.calc_phi_t(data, work, q, t, rows, phi_t)
     protocol.calc_gamma(data, work, q, qd, t, rows, gamma)
 
 
 def outputs(f, selection, q, qd, t):
-    """(phi, Jacobian entries of the rows, phi again, phi_t, gamma) through ``selection``."""
+    """(phi, Jacobian entries of the rows, the same alone, phi_t, gamma) through
+    ``selection``."""
     n, D = len(selection.rows), f.data
     phi, alone, pt, gam = (np.full(n, np.nan) for _ in range(4))
-    values = np.full(len(D.jac_indices), np.nan)
-    evaluate(D, f.make_work(), q, qd, t, selection, phi, values, alone, pt, gam)
+    values, values_alone = (np.full(len(D.jac_indices), np.nan) for _ in range(2))
+    evaluate(D, f.make_work(), q, qd, t, selection, phi, values, alone, values_alone, pt, gam)
     entries = np.concatenate([np.arange(D.jac_indptr[r], D.jac_indptr[r + 1])
                               for r in selection.rows])
-    return phi, values[entries], alone, pt, gam
+    return phi, values[entries], alone, values_alone[entries], pt, gam
 
 
 def assert_same(f, selection, rng):
@@ -50,7 +55,7 @@ def assert_same(f, selection, rng):
         qd = rng.standard_normal(f.n_q)
         t = 0.37 + trial
         for a, b, what in zip(outputs(f, selection, q, qd, t), outputs(f, loops, q, qd, t),
-                              ("phi", "phi_q", "phi alone", "phi_t", "gamma")):
+                              ("phi", "phi_q", "phi alone", "phi_q alone", "phi_t", "gamma")):
             assert np.isfinite(a).all(), what
             np.testing.assert_array_equal(a, b, err_msg=what)
 
@@ -127,3 +132,26 @@ def test_a_kinematic_run_is_the_same_with_and_without_the_code(monkeypatch, stra
     for a, b in zip(runs[:2], runs[2:]):
         for x, y in ((a.q, b.q), (a.qd, b.qd), (a.qdd, b.qdd)):
             np.testing.assert_array_equal(x, y)
+
+
+# every system type (Schur dense and sparse, KKT, penalty, HHT) in kernels the suite compiles
+@pytest.mark.parametrize("model, method, options", [
+    ("four-bar", "projection", {}),
+    ("slider-crank", "projection", {"solver": "sparse"}),
+    ("four-bar", "index3", {}),
+    ("gough-stewart", "augmented", {}),
+    ("gough-stewart", "penalty", {}),
+])
+def test_a_dynamic_run_is_the_same_with_and_without_the_code(monkeypatch, model, method, options):
+    """The dynamics methods evaluate the constraints through the generated code of their rows:
+    the same trajectory to the bit as with the loops."""
+    compiled = get(model).compile()
+    runs = []
+    for switch in ("1", "0"):
+        monkeypatch.setenv(codegen.SWITCH, switch)
+        dyn = Dynamics(compiled, method=method, **options)
+        assert bool(dyn.select.code.all()) == (switch == "1")
+        runs.append(dyn.simulate(t_end=0.2, dt=1e-3, record_every=20))
+    for x, y in ((runs[0].q, runs[1].q), (runs[0].qd, runs[1].qd)):
+        assert np.isfinite(x).all()
+        np.testing.assert_array_equal(x, y)

@@ -48,6 +48,7 @@ from ..linalg.lapack import dgetrf, dgetrs
 class HHTData(NamedTuple):
     form: tuple
     rows: np.ndarray       # constraint rows kept (all rows when least_squares)
+    select: tuple          # the same for the protocol functions (protocol.row_selection)
     n_q: int
     alpha: float
     beta: float
@@ -138,7 +139,7 @@ def _jt_lam_minus(indptr, indices, rows, jac, lam, Q, out):
 @nb.njit(cache=True, nogil=True)
 def _constraint_force(s, w, q, t, out):
     """out = Phi_q(q)^T lam - Q, with Q evaluated at (w.q, w.qd) by the caller into w.Q."""
-    protocol.calc_phi_q(s.form, w.form, q, t, s.rows, w.jac)
+    protocol.calc_phi_q(s.form, w.form, q, t, s.select, w.jac)
     _jt_lam_minus(s.form.jac_indptr, s.form.jac_indices, s.rows, w.jac, w.lam, w.Q, out)
 
 
@@ -166,7 +167,7 @@ def _iteration_matrix(s, w, t, h):
         w.qd[j] = keep
         for i in range(n):
             A[i, j] -= c1 * s.gamma * h * (w.Qp[i] - w.Q[i]) / eps
-    protocol.calc_phi_q(s.form, w.form, w.q, t, s.rows, w.jac)
+    protocol.calc_phi_q(s.form, w.form, w.q, t, s.select, w.jac)
     _dense_jacobian(s.form.jac_indptr, s.form.jac_indices, s.rows, w.jac, w.Jd)
     for i in range(m):
         for j in range(n):
@@ -200,7 +201,7 @@ def _step(s, w, q0, qd0, t, h):
     for it in range(s.max_iter + 1):
         _newmark(s, w, q0, qd0, h)
         protocol.calc_forces(s.form, w.form, w.q, w.qd, t1, w.Q)
-        protocol.calc_phi(s.form, w.form, w.q, t1, s.rows, w.phi)
+        protocol.calc_phi(s.form, w.form, w.q, t1, s.select, w.phi)
         _constraint_force(s, w, w.q, t1, w.Qp)  # Qp = J^T lam - Q
         r = w.r
         res1 = 0.0
@@ -243,9 +244,9 @@ def _step(s, w, q0, qd0, t, h):
 def _project_velocity(s, w, t):
     """qd <- qd - M^-1 J^T (J M^-1 J^T)^+ (J qd + Phi_t): least change in the M-metric onto the
     velocity constraints (HHT-I3 keeps only positions on the manifold)."""
-    protocol.calc_phi_q(s.form, w.form, w.q, t, s.rows, w.jac)
+    protocol.calc_phi_q(s.form, w.form, w.q, t, s.select, w.jac)
     _dense_jacobian(s.form.jac_indptr, s.form.jac_indices, s.rows, w.jac, w.Jd)
-    protocol.calc_phi_t(s.form, w.form, w.q, t, s.rows, w.phi)
+    protocol.calc_phi_t(s.form, w.form, w.q, t, s.select, w.phi)
     v = w.Jd @ w.qd + w.phi
     MJt = w.Minv @ w.Jd.T
     S = w.Jd @ MJt
@@ -303,9 +304,9 @@ class HHT:
         least_squares = len(dyn.redundant) > 0
         rows = np.arange(f.n_c, dtype=np.int64) if least_squares else dyn.rows
         n, m = f.n_q, len(rows)
-        self.data = HHTData(f.data, rows, n, alpha, (1 - alpha) ** 2 / 4, (1 - 2 * alpha) / 2,
-                            min(dyn.tol * 100, 1e-10), dyn.max_iter, least_squares, 1e-7,
-                            force_coordinates(f.data, n))
+        self.data = HHTData(f.data, rows, protocol.row_selection(f, rows), n, alpha,
+                            (1 - alpha) ** 2 / 4, (1 - 2 * alpha) / 2, min(dyn.tol * 100, 1e-10),
+                            dyn.max_iter, least_squares, 1e-7, force_coordinates(f.data, n))
         self.work = HHTWork(f.make_work(), dyn._mass(q), np.zeros((n, n)), np.zeros((n, n)),
                             np.zeros(len(f.data.jac_indices)), np.zeros((m, n)),
                             np.zeros((n + m, n + m)), np.zeros(n + m), np.zeros(m),

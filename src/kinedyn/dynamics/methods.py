@@ -39,6 +39,7 @@ REPARTITION = 5
 class Augmented(NamedTuple):
     form: tuple            # formulation data
     rows: np.ndarray       # constraint rows enforced (independent)
+    select: tuple          # the same for the protocol functions (protocol.row_selection)
     n_q: int
     kkt_mass_pos: np.ndarray
     kkt_jac_src: np.ndarray
@@ -105,16 +106,16 @@ def _augmented_derivative(system, work, y, t, ydot):
     form, fw = system.form, work.form
     protocol.calc_forces(form, fw, q, qd, t, work.Q)
     protocol.calc_mass(form, fw, q, work.mass)
-    protocol.calc_phi_q(form, fw, q, t, system.rows, work.jac)
-    protocol.calc_gamma(form, fw, q, qd, t, system.rows, work.gamma)
+    protocol.calc_phi_q(form, fw, q, t, system.select, work.jac)
+    protocol.calc_gamma(form, fw, q, qd, t, system.select, work.gamma)
     _assemble_kkt(system.kkt_mass_pos, system.kkt_jac_src, system.kkt_jac_pos,
                   system.kkt_jacT_pos, work.mass, work.jac, work.kkt)
     rhs = work.rhs
     rhs[:n] = work.Q
     rhs[n:] = work.gamma
     if system.alpha != 0.0 or system.beta != 0.0:  # Baumgarte: gamma - 2 a phi' - b^2 phi
-        protocol.calc_phi(form, fw, q, t, system.rows, work.phi)
-        protocol.calc_phi_t(form, fw, q, t, system.rows, work.phit)
+        protocol.calc_phi(form, fw, q, t, system.select, work.phi)
+        protocol.calc_phi_t(form, fw, q, t, system.select, work.phit)
         _rate_of_phi(system.rows, form.jac_indptr, form.jac_indices, work.jac, qd, work.phit,
                      work.phit)
         for i in range(nc):
@@ -142,8 +143,7 @@ def _augmented_project(system, work, y, t):
     protocol.calc_mass(form, fw, q, work.mass)
     rhs = work.rhs
     for it in range(system.max_iter + 1):
-        protocol.calc_phi(form, fw, q, t, system.rows, work.phi)
-        protocol.calc_phi_q(form, fw, q, t, system.rows, work.jac)
+        protocol.calc_phi_and_phi_q(form, fw, q, t, system.select, work.phi, work.jac)
         _assemble_kkt(system.kkt_mass_pos, system.kkt_jac_src, system.kkt_jac_pos,
                       system.kkt_jacT_pos, work.mass, work.jac, work.kkt)
         st = protocol.factorize(system.solver, work.solver, work.kkt)
@@ -159,7 +159,7 @@ def _augmented_project(system, work, y, t):
         protocol.solve(system.solver, work.solver, rhs)
         for i in range(n):
             q[i] += rhs[i]
-    protocol.calc_phi_t(form, fw, q, t, system.rows, work.phit)
+    protocol.calc_phi_t(form, fw, q, t, system.select, work.phit)
     _rate_of_phi(system.rows, form.jac_indptr, form.jac_indices, work.jac, qd, work.phit,
                  work.phit)
     rhs[:n] = 0.0
@@ -178,6 +178,7 @@ protocol.implement_ode(Augmented, _augmented_derivative, post=_augmented_project
 class Penalty(NamedTuple):
     form: tuple
     rows: np.ndarray
+    select: tuple          # the rows for the protocol functions (protocol.row_selection)
     n_q: int
     mass_solver: tuple     # solver over the mass pattern (values = mass data)
     pen_mass_pos: np.ndarray
@@ -240,10 +241,9 @@ def _penalty_derivative(system, work, y, t, ydot):
     form, fw = system.form, work.form
     protocol.calc_forces(form, fw, q, qd, t, work.Q)
     protocol.calc_mass(form, fw, q, work.mass)
-    protocol.calc_phi(form, fw, q, t, system.rows, work.phi)
-    protocol.calc_phi_t(form, fw, q, t, system.rows, work.phit)
-    protocol.calc_phi_q(form, fw, q, t, system.rows, work.jac)
-    protocol.calc_gamma(form, fw, q, qd, t, system.rows, work.gamma)
+    protocol.calc_phi_and_phi_q(form, fw, q, t, system.select, work.phi, work.jac)
+    protocol.calc_phi_t(form, fw, q, t, system.select, work.phit)
+    protocol.calc_gamma(form, fw, q, qd, t, system.select, work.gamma)
     _rate_of_phi(system.rows, form.jac_indptr, form.jac_indices, work.jac, qd, work.phit,
                  work.phit)
     st = protocol.factorize(system.mass_solver, work.mass_solver, work.mass)  # qdd0 = M^-1 Q

@@ -54,6 +54,7 @@ DENSE_MAX = 16    # systems with at most this many coordinates take the dense pa
 class Schur(NamedTuple):
     form: tuple              # formulation data
     rows: np.ndarray         # (n_c,) constraint rows enforced (independent)
+    select: tuple            # the same for the protocol functions (protocol.row_selection)
     n_q: int
     minv_indptr: np.ndarray  # (n_q + 1,) CSR of M^-1 (dense within each block of M)
     minv_indices: np.ndarray
@@ -106,11 +107,12 @@ def mass_blocks(M: np.ndarray) -> list[np.ndarray] | None:
     return blocks
 
 
-def build(form, M, rows, *, alpha=0.0, beta=0.0, project=False, tol=1e-12, max_iter=20,
+def build(f, M, rows, *, alpha=0.0, beta=0.0, project=False, tol=1e-12, max_iter=20,
           pivot_tol=1e-12, dense=None):
-    """Schur system and work for formulation data ``form`` (``jac_indptr``, ``jac_indices``)
+    """Schur system and work for formulation ``f`` (its data's ``jac_indptr``, ``jac_indices``)
     with constant mass matrix ``M`` (dense); None when M is not positive definite. ``dense``:
     force (True) or forbid (False) the dense small-system path (default: ``n_q <= DENSE_MAX``)."""
+    form = f.data
     blocks = mass_blocks(M)
     if blocks is None:
         return None
@@ -153,7 +155,8 @@ def build(form, M, rows, *, alpha=0.0, beta=0.0, project=False, tol=1e-12, max_i
     st = [(at[i, j], p, u_at[i][int(ji[p])]) for i, j in pairs for p in jrow[j]
           if int(ji[p]) in u_at[i]]
     as_int = lambda x: np.array(x, np.int64).reshape(-1)  # noqa: E731
-    system = Schur(form, rows, n_q, minv_indptr, minv_indices, minv_values, u_indptr, u_indices,
+    system = Schur(form, rows, protocol.row_selection(f, rows), n_q, minv_indptr, minv_indices,
+                   minv_values, u_indptr, u_indices,
                    as_int([t[0] for t in ut]), as_int([t[1] for t in ut]),
                    np.array([t[2] for t in ut], float).reshape(-1),
                    as_int([t[0] for t in st]), as_int([t[1] for t in st]),
@@ -339,11 +342,11 @@ def _schur_derivative(s, w, y, t, ydot):
     qd = y[n:]
     form, fw = s.form, w.form
     protocol.calc_forces(form, fw, q, qd, t, w.Q)
-    protocol.calc_phi_q(form, fw, q, t, s.rows, w.jac)
-    protocol.calc_gamma(form, fw, q, qd, t, s.rows, w.gamma)
+    protocol.calc_phi_q(form, fw, q, t, s.select, w.jac)
+    protocol.calc_gamma(form, fw, q, qd, t, s.select, w.gamma)
     if s.alpha != 0.0 or s.beta != 0.0:  # Baumgarte: gamma - 2 a phi' - b^2 phi
-        protocol.calc_phi(form, fw, q, t, s.rows, w.phi)
-        protocol.calc_phi_t(form, fw, q, t, s.rows, w.phit)
+        protocol.calc_phi(form, fw, q, t, s.select, w.phi)
+        protocol.calc_phi_t(form, fw, q, t, s.select, w.phit)
         _baumgarte(s.rows, form.jac_indptr, form.jac_indices, w.jac, qd, s.alpha, s.beta, w.phi,
                    w.phit, w.gamma)
     ch = s.chol
@@ -382,12 +385,12 @@ def _schur_project(s, w, y, t):
         form, fw = s.form, w.form
         for it in range(s.max_iter + 1):
             if it == 0:
-                protocol.calc_phi(form, fw, q, t, s.rows, w.phi)
+                protocol.calc_phi(form, fw, q, t, s.select, w.phi)
             else:  # w.jac is then Phi_q at this q
-                protocol.calc_phi_and_phi_q(form, fw, q, t, s.rows, w.phi, w.jac)
+                protocol.calc_phi_and_phi_q(form, fw, q, t, s.select, w.phi, w.jac)
             if K.max_abs(w.phi) <= s.tol:
                 if it == 0:
-                    protocol.calc_phi_q(form, fw, q, t, s.rows, w.jac)
+                    protocol.calc_phi_q(form, fw, q, t, s.select, w.jac)
                 break
             if it == s.max_iter:
                 st = K.NO_CONVERGENCE
@@ -398,7 +401,7 @@ def _schur_project(s, w, y, t):
                     break
             _apply_correction(s, w, w.phi, y, 0)
         if st == 0:  # velocities: the same iteration on the linear phi' = J qd + phi_t
-            protocol.calc_phi_t(form, fw, q, t, s.rows, w.phit)
+            protocol.calc_phi_t(form, fw, q, t, s.select, w.phit)
             for it in range(s.max_iter + 1):
                 _rate_of_phi(s.rows, form.jac_indptr, form.jac_indices, w.jac, qd, w.phit, w.phi)
                 if K.max_abs(w.phi) <= s.tol:

@@ -18,6 +18,7 @@ import scipy.sparse as sps
 
 from .._memory import resident_zeros
 from ..errors import ModelError, SolverError, UnknownNameError
+from ..formulations import protocol
 from ..kinematics import kernels as K
 from ..kinematics.analysis import assemble, blas_threads, constraint_jacobian, formulation_for
 from ..kinematics.diagnose import independent_rows, singular_rows, worst
@@ -128,6 +129,7 @@ class Dynamics:
         q = assemble(f, f.q0 if q0 is None else q0, t0, min(self.tol * 100, 1e-10), self.work)
         rows, redundant = independent_rows(constraint_jacobian(f, q, t0, self.work))
         self.rows, self.redundant = rows, redundant
+        self.select = protocol.row_selection(f, rows)  # what the compiled methods evaluate
         if len(redundant):
             warnings.warn(f"{len(redundant)} redundant constraint(s) ignored by the solver: "
                           + ", ".join(f.constraint_names[r] for r in redundant[:6]), stacklevel=2)
@@ -169,14 +171,14 @@ class Dynamics:
     def _augmented(self, q, t, project):
         f = self.f
         if self.solver_name == "schur":
-            system = schur.build(f.data, f.mass_dense, self.rows, alpha=self.baumgarte[0],
+            system = schur.build(f, f.mass_dense, self.rows, alpha=self.baumgarte[0],
                                  beta=self.baumgarte[1], project=project, tol=self.tol,
                                  max_iter=self.max_iter)
             return system, schur.make_work(system, f.make_work())
         lay, solver, swork = self._kkt(q, t)
         n_c = len(self.rows)
-        system = Augmented(f.data, self.rows, f.n_q, lay.mass_pos, lay.jac_src, lay.jac_pos,
-                           lay.jacT_pos, solver, self.baumgarte[0], self.baumgarte[1],
+        system = Augmented(f.data, self.rows, self.select, f.n_q, lay.mass_pos, lay.jac_src,
+                           lay.jac_pos, lay.jacT_pos, solver, self.baumgarte[0], self.baumgarte[1],
                            bool(project), self.tol, self.max_iter)
         work = AugmentedWork(f.make_work(), swork, np.zeros(len(self.mass_pattern[1])),
                              np.zeros(len(f.data.jac_indices)), np.zeros(len(lay.indices)),
@@ -222,8 +224,8 @@ class Dynamics:
         np.add.at(pen, lay.pair_pos, jac[lay.pair_a] * p["rho"] * jac[lay.pair_b])
         ps, pw = _solver(self.solver_name, lay.indptr, lay.indices, pen)
         n_c = len(self.rows)
-        self.system = Penalty(f.data, self.rows, f.n_q, ms, lay.mass_pos, lay.pair_row,
-                              lay.pair_a, lay.pair_b, lay.pair_pos, ps, float(p["rho"]),
+        self.system = Penalty(f.data, self.rows, self.select, f.n_q, ms, lay.mass_pos,
+                              lay.pair_row, lay.pair_a, lay.pair_b, lay.pair_pos, ps, float(p["rho"]),
                               float(p["omega"]), float(p["zeta"]), int(p["iterations"]))
         self.sys_work = PenaltyWork(f.make_work(), mw, pw, np.zeros(len(mass)),
                                     np.zeros(len(f.data.jac_indices)), np.zeros(len(pen)),

@@ -21,8 +21,8 @@ Implementing a protocol function for a new data class::
 
 Shapes: ``q, qd, qdd (n_q,)``; ``rows`` an int64 array of constraint indices, or what the
 formulation's ``row_selection(rows)`` returned for it where it has one (the natural formulation's
-``RowSet``: the rows with the entities they read, built once per plan by
-:func:`kinedyn.kinematics.kernels.make_plan`); Jacobian values
+``RowSet``: the rows with the entities they read and their generated code, built once per
+kinematic plan or dynamics system by :func:`row_selection`); Jacobian values
 are the data array of the formulation's fixed CSR pattern ``(n_nnz,)``; the mass matrix the data
 array of its own fixed CSR pattern (full symmetric storage).
 
@@ -30,6 +30,7 @@ Conventions (DESIGN.md): ``phi_q @ qdd = gamma``; ``M qdd + phi_q.T @ lam = Q``.
 """
 from __future__ import annotations
 
+import numpy as np
 from numba.core.dispatcher import Dispatcher
 from numba.extending import overload
 
@@ -39,6 +40,14 @@ JIT = {"cache": True, "nogil": True}
 def is_type(numba_type, cls) -> bool:
     """True when a Numba argument type is the NamedTuple class ``cls`` (for overload dispatch)."""
     return getattr(numba_type, "instance_class", None) is cls
+
+
+def row_selection(f, rows):
+    """What the protocol functions get for constraint ``rows`` of formulation ``f`` (see Shapes
+    above): its ``row_selection(rows)`` where it has one (the natural formulation's rows with
+    their entities and generated code), else the rows as an int64 array."""
+    rows = np.asarray(rows, np.int64)
+    return f.row_selection(rows) if hasattr(f, "row_selection") else rows
 
 
 def _stub(name):

@@ -73,8 +73,8 @@ def make_plan(f, rows, cols) -> Plan:
                 row.append(i)
     # unsigned: Numba indexes with them without a negative-index test (couple's loop)
     ix = lambda x: np.array(x, np.uint32)  # noqa: E731
-    select = f.row_selection(rows) if hasattr(f, "row_selection") else rows
-    return Plan(rows, cols, ix(pos), ix(col), ix(row), select, compile_coupling(pos, col, row))
+    return Plan(rows, cols, ix(pos), ix(col), ix(row), protocol.row_selection(f, rows),
+                compile_coupling(pos, col, row))
 
 
 def make_plan_work(plan: Plan, nnz: int) -> PlanWork:

@@ -1,6 +1,6 @@
-"""Straight-line machine code for one set of natural-coordinate equations: Phi with Phi_q, Phi
-alone, Phi_t and gamma of :mod:`.kernels`, unrolled row by row, as LLVM IR
-(:mod:`kinedyn._llvm`).
+"""Straight-line machine code for one set of natural-coordinate equations: Phi with Phi_q (which
+Phi_q alone runs too), Phi alone, Phi_t and gamma of :mod:`.kernels`, unrolled row by row, as
+LLVM IR (:mod:`kinedyn._llvm`).
 
 The loops of :mod:`.kernels` read, for every row, its kind, its entities, their terms and the
 Jacobian positions they feed from index arrays, and branch on each. For a fixed set of rows (a

@@ -92,6 +92,7 @@ class NaturalWork(NamedTuple):
     stampd: np.ndarray  # (n_e,) call number that last computed each entity rate
     counter: np.ndarray  # (1,) call counter
     nothing: np.ndarray  # (0,) stands for an output a kernel does not write
+    phi: np.ndarray    # (n_c,) where Phi_q alone's generated code writes the Phi it computes too
 
 
 def make_work(data: NaturalData) -> NaturalWork:
@@ -102,7 +103,7 @@ def make_work(data: NaturalData) -> NaturalWork:
                        np.zeros((len(data.fn_start) - 1, 3)),
                        np.zeros(2), np.zeros((n_e, d)), np.zeros((n_e, d)),
                        np.zeros(n_e, np.int64), np.zeros(n_e, np.int64), np.zeros(1, np.int64),
-                       np.zeros(0))
+                       np.zeros(0), np.zeros(len(data.con_kind)))
 
 
 class EntityTable:

@@ -21,13 +21,12 @@ dimension reaches the kernels as the length of the tuple ``data.dims``, a compil
 so planar and spatial models get their own machine code with the d-loops unrolled (a run-time d
 made the Stewart platform's phi about 4x slower).
 
-A fixed set of rows (a :class:`~.data.RowSet`) usually carries straight-line code generated for
-it (:mod:`.codegen`); Phi with Phi_q, Phi, Phi_t and gamma then run that code (same arithmetic,
-about 8x faster) and the loops here serve row arrays, Phi_q alone and sets without code.
+A fixed set of rows (a :class:`~.data.RowSet`: a kinematic plan's, a dynamics method's) usually
+carries straight-line code generated for it (:mod:`.codegen`); Phi with Phi_q, Phi_q alone, Phi,
+Phi_t and gamma then run that code (same arithmetic, about 8x faster) and the loops here serve
+row arrays and sets without code.
 """
 from __future__ import annotations
-
-import types
 
 import numba as nb
 import numpy as np
@@ -42,13 +41,12 @@ from .codegen import GAMMA, PHI, PHI_JAC, PHI_T
 from .data import NaturalData
 
 LINEAR, DOT, ANGLE = 0, 1, 2
-_WORKER = dict(cache=True, nogil=True)                   # workers with loops: plain arrays
-# workers inlined by LLVM into their callers (compiled code inlined, not Numba IR): gamma and the
-# Jacobian alone, evaluated at every stage of the index-1 dynamics, where a real call handing over
-# ~25 arrays cost more than a small model's arithmetic (idle AMD EPYC, RK4, dt = 1e-3: double
-# pendulum 2.14 -> 0.88 us per step, four-bar 2.39 -> 1.24 (augmented), 3.07 -> 2.36
-# (projection); first compilation of the double-pendulum kernel 197 -> 212 s)
-_INLINED_WORKER = INLINED
+# Workers with loops, receiving plain arrays: a real call. The dynamics and the kinematics
+# evaluate their rows through generated code (a RowSet's, see codegen), so the loops serve row
+# arrays, sets without code and KINEDYN_NATURAL_CODEGEN=0. (Gamma and the Jacobian alone were
+# inlined by LLVM while the index-1 dynamics ran the loops: a real call handing over ~25 arrays
+# cost more than a small model's arithmetic, double pendulum 2.14 -> 0.88 us per RK4 step.)
+_WORKER = dict(cache=True, nogil=True)
 _WRAP = dict(cache=True, nogil=True, inline="always")    # loop-free wrappers unpacking tuples
 _LEAF = INLINED                                         # tiny leaf helpers called per row
 
@@ -312,21 +310,6 @@ def _phi_jac_w(E, mark, con_kind, con_comp, con_value, con_fn, indptr, jc_start,
                     values[p + 2] += a * g[s, 2]
 
 
-def _copy_named(f, name: str):
-    """``f`` as a new function called ``name``: Numba files a dispatcher's cache under the
-    function's qualified name and first line, so two dispatchers of one function would load
-    each other's machine code (and with it the other's inlining attribute)."""
-    g = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
-    g.__qualname__ = name
-    return g
-
-
-# The same worker inlined: the Jacobian alone (index-1 dynamics, 4 evaluations per RK4 step).
-# Phi with Phi_q (the kinematics' Newton iterations) keeps the call: inlined there too, the
-# paper's Stewart step measured 1-8 % slower (5 alternated pairs; 1-2 % slower as it is now).
-_jac_w_inlined = nb.njit(**_INLINED_WORKER)(_copy_named(_phi_jac_w.py_func, "_jac_w_inlined"))
-
-
 @nb.njit(**_WRAP)
 def _phi_jac_args(data, work, q, t, rows, phi, values, want_phi, want_jac):
     """The arguments of :func:`_phi_jac_w` (after updating the time functions)."""
@@ -348,7 +331,11 @@ def natural_phi(data, work, q, t, rows, phi):
 
 @nb.njit(**_WRAP)
 def natural_phi_q(data, work, q, t, rows, values):
-    _jac_w_inlined(*_phi_jac_args(data, work, q, t, rows, work.nothing, values, False, True))
+    # the code of Phi with Phi_q, its Phi into scratch: a few operations per row more than a
+    # Jacobian of its own would take, and one function less to compile per row set
+    _time(data, work, t)
+    if not _coded(rows, PHI_JAC, (q, work.fval, work.phi, values)):
+        _phi_jac_w(*_phi_jac_args(data, work, q, t, rows, work.nothing, values, False, True))
 
 
 @nb.njit(**_WRAP)
@@ -383,7 +370,7 @@ def natural_phi_t(data, work, q, t, rows, out):
              data.con_fn, work.fval, q, _split(rows)[0], out)
 
 
-@nb.njit(**_INLINED_WORKER)
+@nb.njit(**_WORKER)
 def _gamma_w(E, Ed, mark, con_kind, con_fn, fval, q, qd, rows, ents, listed, out):
     """gamma per row.
 
