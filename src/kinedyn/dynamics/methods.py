@@ -171,7 +171,7 @@ def _augmented_project(system, work, y, t):
     return 0
 
 
-protocol.implement_ode(Augmented, _augmented_derivative, post=_augmented_project)
+protocol.implement_ode(Augmented, _augmented_derivative, post=_augmented_project, inline="llvm")
 
 
 # ---- penalty (augmented Lagrangian) -------------------------------------------------------------
@@ -268,7 +268,7 @@ def _penalty_derivative(system, work, y, t, ydot):
     return 0
 
 
-protocol.implement_ode(Penalty, _penalty_derivative)
+protocol.implement_ode(Penalty, _penalty_derivative, inline="llvm")
 
 
 # ---- coordinate partitioning --------------------------------------------------------------------

@@ -88,7 +88,7 @@ def _derivative(system, work, y, t, ydot):
     return 0
 
 
-protocol.implement_ode(RelativeMethod, _derivative)
+protocol.implement_ode(RelativeMethod, _derivative, inline="llvm")
 
 
 @nb.njit(cache=True, nogil=True)

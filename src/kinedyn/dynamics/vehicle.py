@@ -198,7 +198,7 @@ def _derivative(system, work, y, t, ydot):
     return 0
 
 
-protocol.implement_ode(Vehicle, _derivative)
+protocol.implement_ode(Vehicle, _derivative, inline="llvm")
 
 
 class LaneChangeResults(NamedTuple):

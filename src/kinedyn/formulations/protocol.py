@@ -30,9 +30,12 @@ Conventions (DESIGN.md): ``phi_q @ qdd = gamma``; ``M qdd + phi_q.T @ lam = Q``.
 """
 from __future__ import annotations
 
+import numba as nb
 import numpy as np
 from numba.core.dispatcher import Dispatcher
 from numba.extending import overload
+
+from .._jit import INLINED
 
 JIT = {"cache": True, "nogil": True}
 
@@ -157,11 +160,26 @@ def implement_ode(cls, derivative, post=_no_post, record=_copy_state, inline="ne
     ``record(system, work, y, t, out)`` (default: the state as it is); plain Python functions
     (compiled in place) or Numba dispatchers.
 
-    The default post/record are always inlined; ``inline="always"`` inlines the others into the
-    integrators at the Numba IR level too (saves the call and its by-value copy of the
-    NamedTuples' array descriptors, ~µs on small models). Check the result against
-    ``"never"``: with Numba 0.68 the HDCA derivative, IR-inlined into the RK4 step, read every
-    stage back as the last one's."""
+    The default post/record are always inlined. ``inline`` says how the others reach the
+    integrators:
+
+    * ``"never"``: a real call. It copies the NamedTuples' array descriptors by value and calls
+      ``NRT_incref``/``NRT_decref`` on every array they hold (null-checked on the integrators'
+      unmanaged views, but called): 4-5 µs per evaluation for the ~100 arrays of a natural
+      model's method, more than the arithmetic of a four-bar (:mod:`kinedyn._unmanaged`).
+    * ``"always"``: inlined at the Numba IR level.
+    * ``"llvm"``: plain functions compiled with :data:`kinedyn._jit.INLINED` (LLVM
+      ``forceinline``; a dispatcher is used as it is) behind an IR-inlined call. On the four-bar's penalty and index-1 KKT
+      methods this ran the RK4 steps 4-10x faster than ``"never"`` and faster than
+      ``"always"``, the vehicle's lane change 3x, for 20-40 s more compilation per kernel
+      (docs/architecture.md).
+
+    Check the result against ``"never"``: with Numba 0.68 the HDCA derivative, IR-inlined into
+    the RK4 step, read every stage back as the last one's."""
+    if inline == "llvm":
+        derivative, post, record = (f if f in (_no_post, _copy_state) or isinstance(f, Dispatcher)
+                                    else nb.njit(**INLINED)(f) for f in (derivative, post, record))
+        inline = "always"
     derivative = _implementation(derivative, "system, work, y, t, ydot")
     post = _implementation(post, "system, work, y, t")
     record = _implementation(record, "system, work, y, t, out")
