@@ -169,10 +169,10 @@ def implement_ode(cls, derivative, post=_no_post, record=_copy_state, inline="ne
       model's method, more than the arithmetic of a four-bar (:mod:`kinedyn._unmanaged`).
     * ``"always"``: inlined at the Numba IR level.
     * ``"llvm"``: plain functions compiled with :data:`kinedyn._jit.INLINED` (LLVM
-      ``forceinline``; a dispatcher is used as it is) behind an IR-inlined call. On the four-bar's penalty and index-1 KKT
-      methods this ran the RK4 steps 4-10x faster than ``"never"`` and faster than
-      ``"always"``, the vehicle's lane change 3x, for 20-40 s more compilation per kernel
-      (docs/architecture.md).
+      ``forceinline``; a dispatcher is used as it is) behind an IR-inlined call. On the
+      four-bar's penalty and index-1 KKT methods this ran the RK4 steps 4-10x faster than
+      ``"never"`` and faster than ``"always"``, the vehicle's lane change 3x, for 20-40 s
+      more compilation per kernel (docs/architecture.md).
 
     Check the result against ``"never"``: with Numba 0.68 the HDCA derivative, IR-inlined into
     the RK4 step, read every stage back as the last one's."""
