@@ -85,7 +85,7 @@ class Natural:
         # without a wrap-around test (Stewart platform phi with phi_q 1.73 -> 1.46 us)
         u = lambda a: np.asarray(a).astype(np.uint32)  # noqa: E731
         self.data = NaturalData(
-            dim=d, dims=(0,) * d, n_q=self.n_q, ent_const=const, ent_start=u(e_start),
+            dim=d, n_q=self.n_q, ent_const=const, ent_start=u(e_start),
             ent_block=u(e_block), ent_alpha=e_alpha, ent_beta=e_beta,
             con_kind=u([eq.kind for eq in lay.equations]),
             con_ent=con_ent, con_comp=u([eq.comp for eq in lay.equations]),

@@ -17,8 +17,7 @@ class NaturalData(NamedTuple):
     ``ent_const[e] + sum_t (ent_alpha[t] I + ent_beta[t] J) q[dim*ent_block[t]:...]`` for t in
     ``ent_start[e]:ent_start[e+1]``.
     """
-    dim: int
-    dims: tuple              # (dim,) zeros: its length is the dimension, known at compile time
+    dim: int                 # 2 or 3, a run-time value (see .kernels on the loop workers)
     n_q: int
     ent_const: np.ndarray    # (n_e, d)
     ent_start: np.ndarray    # (n_e + 1,)

@@ -16,10 +16,14 @@ NamedTuples copies and reference-counts every member, which cost more than the a
 Entity values are computed once per call: all of them in a straight loop when the requested
 rows are most of the equations, else lazily for the entities the rows need (``stamp`` marks
 them, see :func:`_prepare`), so the cost of a group of rows is proportional to the group. All
-functions of time are computed once per time value (``fval``), as one register program. The
-dimension reaches the kernels as the length of the tuple ``data.dims``, a compile-time constant,
-so planar and spatial models get their own machine code with the d-loops unrolled (a run-time d
-made the Stewart platform's phi about 4x slower).
+functions of time are computed once per time value (``fval``), as one register program.
+
+The dimension is a run-time value of the data (``data.dim``), so planar and spatial models share
+every kernel that calls these (one whole-run kernel per method, not one per method and
+dimension). The loop workers still get it at compile time: each wrapper branches on
+``data.dim`` and hands the worker the tuple ``_DIMS2`` or ``_DIMS3``, whose length is the
+dimension, so each worker is compiled once per dimension with its d-loops unrolled (a run-time d
+made the Stewart platform's phi about 4x slower) and a real call to it costs the same.
 
 A fixed set of rows (a :class:`~.data.RowSet`: a kinematic plan's, a dynamics method's) usually
 carries straight-line code generated for it (:mod:`.codegen`); Phi with Phi_q, Phi_q alone, Phi,
@@ -49,6 +53,18 @@ LINEAR, DOT, ANGLE = 0, 1, 2
 _WORKER = dict(cache=True, nogil=True)
 _WRAP = dict(cache=True, nogil=True, inline="always")    # loop-free wrappers unpacking tuples
 _LEAF = INLINED                                         # tiny leaf helpers called per row
+# the dimension as the length of a tuple, for the workers (see the module's docstring)
+_DIMS2, _DIMS3 = (0, 0), (0, 0, 0)
+
+
+@nb.njit(**_WRAP)
+def _in_dim(worker, dim, args):
+    """``worker(dims, *args)`` with ``len(dims) == dim``: the worker's machine code for the
+    data's dimension (compiled once per dimension, its d-loops unrolled)."""
+    if dim == 2:
+        worker(_DIMS2, *args)
+    else:
+        worker(_DIMS3, *args)
 
 
 @nb.njit(**_LEAF)
@@ -126,9 +142,8 @@ def _f(fval, fid, order):
 
 
 @nb.njit(**_LEAF)
-def _cache_entity(E, e, x, with_const):
-    con_ent, ent_const, ent_start, ent_block, ent_alpha, ent_beta, dims, cache, stamp, n_con = E
-    d = len(dims)
+def _cache_entity(E, d, e, x, with_const):
+    con_ent, ent_const, ent_start, ent_block, ent_alpha, ent_beta, cache, stamp, n_con = E
     _entity(ent_start, ent_block, ent_alpha, ent_beta, d, e, x, cache, e)
     if with_const:
         for k in range(d):
@@ -136,12 +151,12 @@ def _cache_entity(E, e, x, with_const):
 
 
 @nb.njit(**_LEAF)
-def _prepare(E, rows, ents, listed, x, with_const):
+def _prepare(E, d, rows, ents, listed, x, with_const):
     """Entity values (or rates, without constants) for a call on ``rows``; returns ``lazy``.
 
     ``E`` is the tuple of entity arrays (con_ent, ent_const, ent_start, ent_block, ent_alpha,
-    ent_beta, dims, cache, stamp, n_con_ent). The entities are computed here in one straight
-    loop, and ``cache[e]`` holds them, when the call lists them (``listed``: a
+    ent_beta, cache, stamp, n_con_ent), ``d`` the dimension. The entities are computed here in
+    one straight loop, and ``cache[e]`` holds them, when the call lists them (``listed``: a
     :class:`~.data.RowSet`, ``ents``) or when the rows are at least half of all equations (every
     entity the equations read: ids below ``n_con_ent``; the others are outputs and loads).
     Otherwise (a plain array of a few rows) they are computed on demand by :func:`_ensure`,
@@ -154,12 +169,12 @@ def _prepare(E, rows, ents, listed, x, with_const):
     """
     if listed:
         for i in range(ents.shape[0]):
-            _cache_entity(E, ents[i], x, with_const)
+            _cache_entity(E, d, ents[i], x, with_const)
         return False
     if 2 * rows.shape[0] < E[0].shape[0]:
         return True
-    for e in range(E[9]):
-        _cache_entity(E, e, x, with_const)
+    for e in range(E[8]):
+        _cache_entity(E, d, e, x, with_const)
     return False
 
 
@@ -196,24 +211,24 @@ def _ov_coded(rows, slot, arrays):
 
 
 @nb.njit(**_LEAF)
-def _ensure(E, r, x, with_const, mark):
+def _ensure(E, d, r, x, with_const, mark):
     """Lazy mode: compute the entities of row r that this call (``mark``) has not yet
     computed (``stamp[e] == mark`` once ``cache[e]`` holds entity e)."""
-    con_ent, stamp = E[0], E[8]
+    con_ent, stamp = E[0], E[7]
     for s in range(3):
         e = con_ent[r, s]
         if e < 0:
             break
         if stamp[e] != mark:
             stamp[e] = mark
-            _cache_entity(E, e, x, with_const)
+            _cache_entity(E, d, e, x, with_const)
 
 
 @nb.njit(**_WRAP)
 def _ents(data, work, cache, stamp):
     """The entity tuple for :func:`_prepare` (arrays only: cheap to pass to a worker)."""
     return (data.con_ent, data.ent_const, data.ent_start, data.ent_block, data.ent_alpha,
-            data.ent_beta, data.dims, cache, stamp, data.n_con_ent)
+            data.ent_beta, cache, stamp, data.n_con_ent)
 
 
 @nb.njit(**_WRAP)
@@ -247,13 +262,13 @@ def _angle_gradient(S, C, ev, g, d):
 # compiled worker; see kinedyn._unmanaged for why tuples never cross a real call.
 
 @nb.njit(**_WORKER)
-def _phi_jac_w(E, mark, con_kind, con_comp, con_value, con_fn, indptr, jc_start, jc_slot, jc_term,
-               jc_pos, jc_first, jac_const, ent_alpha, ent_beta, fval, ev, g, q, rows, ents, listed,
-               phi, values, want_phi, want_jac):
+def _phi_jac_w(dims, E, mark, con_kind, con_comp, con_value, con_fn, indptr, jc_start, jc_slot,
+               jc_term, jc_pos, jc_first, jac_const, ent_alpha, ent_beta, fval, ev, g, q, rows,
+               ents, listed, phi, values, want_phi, want_jac):
     """phi (``want_phi``) and/or the Jacobian entries (``want_jac``) of the given rows, in one
     pass: both read the same entity values."""
-    con_ent, d, V = E[0], len(E[6]), E[7]
-    lazy = _prepare(E, rows, ents, listed, q, True)
+    con_ent, d, V = E[0], len(dims), E[6]
+    lazy = _prepare(E, d, rows, ents, listed, q, True)
     for i in range(rows.shape[0]):
         r = rows[i]
         kind = con_kind[r]
@@ -262,7 +277,7 @@ def _phi_jac_w(E, mark, con_kind, con_comp, con_value, con_fn, indptr, jc_start,
                 values[p] = jac_const[p]
             continue
         if lazy:
-            _ensure(E, r, q, True, mark)
+            _ensure(E, d, r, q, True, mark)
         e0, e1, e2 = con_ent[r, 0], con_ent[r, 1], con_ent[r, 2]
         if want_phi:
             f0 = _f(fval, con_fn[r, 0], 0)
@@ -312,7 +327,7 @@ def _phi_jac_w(E, mark, con_kind, con_comp, con_value, con_fn, indptr, jc_start,
 
 @nb.njit(**_WRAP)
 def _phi_jac_args(data, work, q, t, rows, phi, values, want_phi, want_jac):
-    """The arguments of :func:`_phi_jac_w` (after updating the time functions)."""
+    """The arguments of :func:`_phi_jac_w` but its first (after updating the time functions)."""
     _time(data, work, t)
     rows, ents, listed = _split(rows)
     return (_ents(data, work, work.ent, work.stamp), _next_mark(work), data.con_kind,
@@ -326,7 +341,8 @@ def _phi_jac_args(data, work, q, t, rows, phi, values, want_phi, want_jac):
 def natural_phi(data, work, q, t, rows, phi):
     _time(data, work, t)
     if not _coded(rows, PHI, (q, work.fval, phi)):
-        _phi_jac_w(*_phi_jac_args(data, work, q, t, rows, phi, work.nothing, True, False))
+        _in_dim(_phi_jac_w, data.dim,
+                _phi_jac_args(data, work, q, t, rows, phi, work.nothing, True, False))
 
 
 @nb.njit(**_WRAP)
@@ -335,27 +351,29 @@ def natural_phi_q(data, work, q, t, rows, values):
     # Jacobian of its own would take, and one function less to compile per row set
     _time(data, work, t)
     if not _coded(rows, PHI_JAC, (q, work.fval, work.phi, values)):
-        _phi_jac_w(*_phi_jac_args(data, work, q, t, rows, work.nothing, values, False, True))
+        _in_dim(_phi_jac_w, data.dim,
+                _phi_jac_args(data, work, q, t, rows, work.nothing, values, False, True))
 
 
 @nb.njit(**_WRAP)
 def natural_phi_and_phi_q(data, work, q, t, rows, phi, values):
     _time(data, work, t)
     if not _coded(rows, PHI_JAC, (q, work.fval, phi, values)):
-        _phi_jac_w(*_phi_jac_args(data, work, q, t, rows, phi, values, True, True))
+        _in_dim(_phi_jac_w, data.dim,
+                _phi_jac_args(data, work, q, t, rows, phi, values, True, True))
 
 
 @nb.njit(**_WORKER)
-def _phi_t_w(E, mark, con_kind, con_fn, fval, q, rows, out):
+def _phi_t_w(dims, E, mark, con_kind, con_fn, fval, q, rows, out):
     """Phi_t: -f' (LINEAR, DOT); S' e0.e1 - C' T (ANGLE, the only rows that read entities)."""
-    con_ent, d, V = E[0], len(E[6]), E[7]
+    con_ent, d, V = E[0], len(dims), E[6]
     for i in range(rows.shape[0]):
         r = rows[i]
         f1 = _f(fval, con_fn[r, 0], 1)
         if con_kind[r] != ANGLE:
             out[i] = -f1
         else:
-            _ensure(E, r, q, True, mark)
+            _ensure(E, d, r, q, True, mark)
             e0, e1, e2 = con_ent[r, 0], con_ent[r, 1], con_ent[r, 2]
             out[i] = f1 * _dot(V, e0, V, e1, d) - _f(fval, con_fn[r, 1], 1) * _triple(
                 V, e0, V, e1, V, e2, d)
@@ -366,12 +384,12 @@ def natural_phi_t(data, work, q, t, rows, out):
     _time(data, work, t)
     if _coded(rows, PHI_T, (q, work.fval, out)):
         return
-    _phi_t_w(_ents(data, work, work.ent, work.stamp), _next_mark(work), data.con_kind,
-             data.con_fn, work.fval, q, _split(rows)[0], out)
+    _in_dim(_phi_t_w, data.dim, (_ents(data, work, work.ent, work.stamp), _next_mark(work),
+                                 data.con_kind, data.con_fn, work.fval, q, _split(rows)[0], out))
 
 
 @nb.njit(**_WORKER)
-def _gamma_w(E, Ed, mark, con_kind, con_fn, fval, q, qd, rows, ents, listed, out):
+def _gamma_w(dims, E, Ed, mark, con_kind, con_fn, fval, q, qd, rows, ents, listed, out):
     """gamma per row.
 
     LINEAR: f''. DOT: -2 e0'.e1' + f''. ANGLE (Phi = S D - C T, D = e0.e1):
@@ -380,8 +398,8 @@ def _gamma_w(E, Ed, mark, con_kind, con_fn, fval, q, qd, rows, ents, listed, out
     (3-D). Entity rates from ``Ed`` (all at once or lazily, see :func:`_prepare`); entity values
     only for ANGLE rows, lazily.
     """
-    con_ent, d, V, W = E[0], len(E[6]), E[7], Ed[7]
-    lazy = _prepare(Ed, rows, ents, listed, qd, False)
+    con_ent, d, V, W = E[0], len(dims), E[6], Ed[6]
+    lazy = _prepare(Ed, d, rows, ents, listed, qd, False)
     for i in range(rows.shape[0]):
         r = rows[i]
         kind = con_kind[r]
@@ -390,12 +408,12 @@ def _gamma_w(E, Ed, mark, con_kind, con_fn, fval, q, qd, rows, ents, listed, out
             out[i] = f2
             continue
         if lazy:
-            _ensure(Ed, r, qd, False, mark)
+            _ensure(Ed, d, r, qd, False, mark)
         a, b, c = con_ent[r, 0], con_ent[r, 1], con_ent[r, 2]
         if kind == DOT:
             out[i] = -2.0 * _dot(W, a, W, b, d) + f2
             continue
-        _ensure(E, r, q, True, mark)
+        _ensure(E, d, r, q, True, mark)
         S, S1, S2 = fval[con_fn[r, 0], 0], fval[con_fn[r, 0], 1], f2
         C, C1, C2 = fval[con_fn[r, 1], 0], fval[con_fn[r, 1], 1], fval[con_fn[r, 1], 2]
         D = _dot(V, a, V, b, d)
@@ -419,9 +437,10 @@ def natural_gamma(data, work, q, qd, t, rows, out):
     if _coded(rows, GAMMA, (q, qd, work.fval, out)):
         return
     rows, ents, listed = _split(rows)
-    _gamma_w(_ents(data, work, work.ent, work.stamp), _ents(data, work, work.entd, work.stampd),
-             _next_mark(work), data.con_kind, data.con_fn, work.fval, q, qd, rows, ents, listed,
-             out)
+    _in_dim(_gamma_w, data.dim, (_ents(data, work, work.ent, work.stamp),
+                                 _ents(data, work, work.entd, work.stampd), _next_mark(work),
+                                 data.con_kind, data.con_fn, work.fval, q, qd, rows, ents, listed,
+                                 out))
 
 
 @nb.njit(**_WRAP)
@@ -517,11 +536,11 @@ def natural_forces(data, work, q, qd, t, out):
         _copy(data.gravity_q, out)  # gravity only: the worker's call (26 arrays) cost 90 ns
     else:
         _time(data, work, t)
-        _forces_w(data.dims, data.ent_const, data.ent_start, data.ent_block, data.ent_alpha,
-                  data.ent_beta, data.gravity_q, data.pf_ent, data.pf_fn, data.pf_frame,
-                  data.pf_axes, data.sp_ent, data.sp_k, data.sp_c, data.sp_l0, data.sp_fn,
-                  data.jf_ent, data.jf_kind, data.jf_fn, work.fval, work.ev, work.ed, work.g, q,
-                  qd, out)
+        _in_dim(_forces_w, data.dim, (
+            data.ent_const, data.ent_start, data.ent_block, data.ent_alpha, data.ent_beta,
+            data.gravity_q, data.pf_ent, data.pf_fn, data.pf_frame, data.pf_axes, data.sp_ent,
+            data.sp_k, data.sp_c, data.sp_l0, data.sp_fn, data.jf_ent, data.jf_kind, data.jf_fn,
+            work.fval, work.ev, work.ed, work.g, q, qd, out))
 
 
 _JIT = protocol.JIT
