@@ -1,12 +1,19 @@
 """kinedyn._jit: the one Numba note kinedyn silences is the SSA pass's "not in scope" note on
-the results of its own inlined overloads; other notes of that kind still reach the user."""
+the results of its own inlined overloads; other notes of that kind still reach the user. And
+``overload_inlined``: inlined overloads whose implementations Numba does not compile on their
+own."""
 from __future__ import annotations
 
 import warnings
 
+import numba as nb
+import numpy as np
+import pytest
+from numba.core import event, types
 from numba.core.errors import NumbaIRAssumptionWarning
+from numba.extending import overload
 
-from kinedyn._jit import quiet_inliner_notes
+from kinedyn._jit import overload_inlined, quiet_inliner_notes
 
 
 def action(message: str) -> str | None:
@@ -24,3 +31,67 @@ def test_only_the_inlined_overloads_notes_are_ignored():
     assert action(ours) == "ignore"
     assert action("variable 'x.1' is not in scope.") != "ignore"
     assert action("variable '_ov_f__locals___lambda__v1' is undefined") != "ignore"
+
+
+def _compiled_during(call) -> list[str]:
+    """The names of the functions Numba compiled while running ``call()``."""
+    names = []
+
+    class Listener(event.Listener):
+        def on_start(self, e):
+            names.append(e.data["dispatcher"].py_func.__qualname__)
+
+        def on_end(self, e):
+            pass
+
+    with event.install_listener("numba:compile", Listener()):
+        call()
+    return names
+
+
+def _scaled(x):
+    """A generic function for the overloads below."""
+
+
+def _scaled_plain(x):
+    """The same through Numba's own ``overload``."""
+
+
+@overload_inlined(_scaled)
+def _ov_scaled(x):
+    if isinstance(x, types.Array):
+        return lambda x: 2.0 * x + x.sum()
+    return lambda x: 2.0 * x
+
+
+@overload(_scaled_plain, inline="always")
+def _ov_scaled_plain(x):
+    return lambda x: 3.0 * x
+
+
+@nb.njit
+def _use(a, s):
+    return _scaled(a), _scaled(s), _scaled_plain(s)
+
+
+def test_an_inlined_overload_is_not_compiled_on_its_own():
+    """overload_inlined: the implementations are inlined and give their results, and Numba does
+    not compile them on their own (as it does those of a plain ``inline="always"`` overload)."""
+    a = np.arange(3.0)
+    out = []
+    names = _compiled_during(lambda: out.append(_use(a, 1.5)))
+    vector, scalar, plain = out[0]
+    np.testing.assert_array_equal(vector, [3.0, 5.0, 7.0])
+    assert scalar == 3.0 and plain == 4.5
+    assert "_use" in names
+    assert "_ov_scaled_plain.<locals>.<lambda>" in names  # Numba's own overload: the copy
+    assert not any(n.startswith("_ov_scaled.") for n in names), names
+
+
+def test_a_typing_error_in_an_inlined_overload_is_reported():
+    @nb.njit
+    def bad(s):
+        return _scaled((s, s))  # a tuple: 2.0 * (s, s) does not type
+
+    with pytest.raises(nb.core.errors.TypingError):
+        bad(1.0)

@@ -1,7 +1,10 @@
 """Numba options shared across the package."""
 import warnings
 
+from numba.core import types
 from numba.core.errors import NumbaIRAssumptionWarning
+from numba.core.extending import _overload_default_jit_options
+from numba.core.typing.templates import infer, infer_global, make_overload_template
 
 #: Functions inlined by LLVM into their compiled callers (``forceinline``: compiled code is
 #: inlined, not Numba IR) and never called from Python. Numba still compiles each on its own and
@@ -27,3 +30,37 @@ def quiet_inliner_notes() -> None:
 
 
 quiet_inliner_notes()
+
+
+class _NoStandaloneCopy:
+    """Mixin for an overload template whose implementations are dispatchers that never compile.
+    For an ``inline="always"`` overload Numba compiles each implementation on its own as well
+    (``_build_impl`` asks the new dispatcher for its call type, which compiles it), although the
+    inliner types the implementation's IR again in every caller and nothing calls that copy.
+    With the four-bar's augmented method such copies were about a third of the first run's
+    compilation (docs/architecture.md, "What the test suite's time is made of")."""
+
+    def _get_jit_decorator(self):
+        jit = super()._get_jit_decorator()
+
+        def decorator(**options):
+            def make(pyfunc):
+                dispatcher = jit(**options)(pyfunc)
+                dispatcher._can_compile = False  # its call template: no signature, no compiling
+                return dispatcher
+            return make
+        return decorator
+
+
+def overload_inlined(func, jit_options=None):
+    """``numba.extending.overload(func, jit_options=..., inline="always")``, without the copy of
+    each implementation that Numba would compile on its own (:class:`_NoStandaloneCopy`)."""
+    options = {**_overload_default_jit_options, **(jit_options or {})}
+
+    def decorate(overload_func):
+        base = make_overload_template(func, overload_func, options, True, "always")
+        template = type(base.__name__, (_NoStandaloneCopy, base), {})
+        infer(template)
+        infer_global(func, types.Function(template))
+        return overload_func
+    return decorate

@@ -35,7 +35,7 @@ import numpy as np
 from numba.core.dispatcher import Dispatcher
 from numba.extending import overload
 
-from .._jit import INLINED
+from .._jit import INLINED, overload_inlined
 
 JIT = {"cache": True, "nogil": True}
 
@@ -196,17 +196,22 @@ def implement_ode(cls, derivative, post=_no_post, record=_copy_state, inline="ne
         if is_type(system, cls):
             return record
     trivial = "always"  # the default post/record: inlined, no call copying the system
-    overload(calc_state_derivative, jit_options=JIT, inline=inline)(ov_derivative)
-    overload(post_step, jit_options=JIT,
-             inline=trivial if post is _no_post else inline)(ov_post)
-    overload(record_state, jit_options=JIT,
-             inline=trivial if record is _copy_state else inline)(ov_record)
+    _overload(calc_state_derivative, inline)(ov_derivative)
+    _overload(post_step, trivial if post is _no_post else inline)(ov_post)
+    _overload(record_state, trivial if record is _copy_state else inline)(ov_record)
+
+
+def _overload(generic, inline: str):
+    """The overload decorator for ``generic`` with ``inline`` ("always" or "never")."""
+    if inline == "always":
+        return overload_inlined(generic, jit_options=JIT)
+    return overload(generic, jit_options=JIT, inline=inline)
 
 
 # ---- generic implementations ----------------------------------------------------------------------
 
 
-@overload(calc_phi_and_phi_q, jit_options=JIT, inline="always")
+@overload_inlined(calc_phi_and_phi_q, jit_options=JIT)
 def _ov_phi_and_phi_q(data, work, q, t, rows, phi, values):
     if getattr(data, "instance_class", None) not in FUSED_PHI_AND_PHI_Q:
         def impl(data, work, q, t, rows, phi, values):
@@ -215,7 +220,7 @@ def _ov_phi_and_phi_q(data, work, q, t, rows, phi, values):
         return impl
 
 
-@overload(solve_pair, jit_options=JIT, inline="always")
+@overload_inlined(solve_pair, jit_options=JIT)
 def _ov_solve_pair(solver, work, a, b):
     if getattr(solver, "instance_class", None) not in FUSED_SOLVE_PAIR:
         def impl(solver, work, a, b):

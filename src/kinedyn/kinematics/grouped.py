@@ -25,9 +25,8 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 from numba import types
-from numba.extending import overload
 
-from .._jit import INLINED
+from .._jit import INLINED, overload_inlined
 from .._unmanaged import unmanaged
 from ..errors import SingularConfigurationError, SolverError
 from ..formulations import protocol
@@ -348,7 +347,7 @@ def group_parts(solvers, sworks, plans, pws):
     raise NotImplementedError("group_parts() is only available inside compiled code")
 
 
-@overload(group_parts, inline="always")
+@overload_inlined(group_parts)
 def _ov_group_parts(solvers, sworks, plans, pws):
     if isinstance(solvers, types.NoneType):
         return lambda solvers, sworks, plans, pws: None

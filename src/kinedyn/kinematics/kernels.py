@@ -21,9 +21,8 @@ from typing import NamedTuple
 
 import numba as nb
 import numpy as np
-from numba.extending import overload
 
-from .._jit import INLINED
+from .._jit import INLINED, overload_inlined
 from .._llvm import c_float64, call
 from .._memory import resident_zeros
 from .._unmanaged import unmanaged
@@ -208,7 +207,7 @@ def _coupled(plan, values, x, out):
     has none or an array is not C-contiguous float64 (the caller runs the loop)."""
 
 
-@overload(_coupled, jit_options=protocol.JIT, inline="always")
+@overload_inlined(_coupled, jit_options=protocol.JIT)
 def _ov_coupled(plan, values, x, out):
     if not all(c_float64(a) for a in (values, x, out)):
         return lambda plan, values, x, out: False

@@ -5,8 +5,8 @@ from typing import NamedTuple
 
 import numba as nb
 import numpy as np
-from numba.extending import overload
 
+from .._jit import overload_inlined
 from ..formulations import protocol
 from .lapack import dgetrf, dgetrs
 from .subsystem import Block
@@ -84,13 +84,13 @@ def dense_solve(s, w, rhs):
     _solve_w(s.n, w.a, w.ipiv, w.ints, w.trans, rhs)
 
 
-@overload(protocol.factorize, jit_options=protocol.JIT, inline="always")
+@overload_inlined(protocol.factorize, jit_options=protocol.JIT)
 def _ov_factorize(solver, work, values):
     if protocol.is_type(solver, DenseLU):
         return lambda solver, work, values: dense_factorize(solver, work, values)
 
 
-@overload(protocol.solve, jit_options=protocol.JIT, inline="always")
+@overload_inlined(protocol.solve, jit_options=protocol.JIT)
 def _ov_solve(solver, work, rhs):
     if protocol.is_type(solver, DenseLU):
         return lambda solver, work, rhs: dense_solve(solver, work, rhs)

@@ -30,10 +30,10 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 import scipy.sparse as sps
-from numba.extending import overload
 import heapq
 from scipy.sparse.linalg import splu
 
+from .._jit import overload_inlined
 from .._llvm import call
 from ..formulations import protocol
 from . import lu_codegen
@@ -492,7 +492,7 @@ def _contiguous(*arrays) -> bool:
     return all(getattr(a, "layout", "") == "C" for a in arrays)
 
 
-@overload(protocol.factorize, jit_options=protocol.JIT, inline="always")
+@overload_inlined(protocol.factorize, jit_options=protocol.JIT)
 def _ov_factorize(solver, work, values):
     if protocol.is_type(solver, SparseLU):
         if _contiguous(values):
@@ -503,7 +503,7 @@ def _ov_factorize(solver, work, values):
 protocol.FUSED_SOLVE_PAIR.add(SparseLU)
 
 
-@overload(protocol.solve_pair, jit_options=protocol.JIT, inline="always")
+@overload_inlined(protocol.solve_pair, jit_options=protocol.JIT)
 def _ov_solve_pair(solver, work, a, b):
     if protocol.is_type(solver, SparseLU):
         if _contiguous(a, b):
@@ -511,7 +511,7 @@ def _ov_solve_pair(solver, work, a, b):
         return lambda solver, work, a, b: sparse_solve_pair(solver, work, a, b)
 
 
-@overload(protocol.solve, jit_options=protocol.JIT, inline="always")
+@overload_inlined(protocol.solve, jit_options=protocol.JIT)
 def _ov_solve(solver, work, rhs):
     if protocol.is_type(solver, SparseLU):
         if _contiguous(rhs):

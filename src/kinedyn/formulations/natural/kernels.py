@@ -35,9 +35,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 from numba.core import types as types_nb
-from numba.extending import overload
 
-from ..._jit import INLINED
+from ..._jit import INLINED, overload_inlined
 from ..._llvm import c_float64, call
 from ...model.tape import eval_program
 from .. import protocol
@@ -182,7 +181,7 @@ def _split(rows):
     """``(rows, ents, listed)`` of a row selection: a :class:`~.data.RowSet` or a row array."""
 
 
-@overload(_split, jit_options=protocol.JIT, inline="always")
+@overload_inlined(_split, jit_options=protocol.JIT)
 def _ov_split(rows):
     if isinstance(rows, types_nb.Array):
         return lambda rows: (rows, rows, False)
@@ -195,7 +194,7 @@ def _coded(rows, slot, arrays):
     C-contiguous float64): the caller runs the loops."""
 
 
-@overload(_coded, jit_options=protocol.JIT, inline="always")
+@overload_inlined(_coded, jit_options=protocol.JIT)
 def _ov_coded(rows, slot, arrays):
     if isinstance(rows, types_nb.Array) or not all(c_float64(a) for a in arrays.types):
         return lambda rows, slot, arrays: False
@@ -546,13 +545,13 @@ def natural_forces(data, work, q, qd, t, out):
 _JIT = protocol.JIT
 
 
-@overload(protocol.calc_phi, jit_options=_JIT, inline="always")
+@overload_inlined(protocol.calc_phi, jit_options=_JIT)
 def _ov_phi(data, work, q, t, rows, phi):
     if protocol.is_type(data, NaturalData):
         return lambda data, work, q, t, rows, phi: natural_phi(data, work, q, t, rows, phi)
 
 
-@overload(protocol.calc_phi_q, jit_options=_JIT, inline="always")
+@overload_inlined(protocol.calc_phi_q, jit_options=_JIT)
 def _ov_phi_q(data, work, q, t, rows, values):
     if protocol.is_type(data, NaturalData):
         return lambda data, work, q, t, rows, values: natural_phi_q(data, work, q, t, rows, values)
@@ -561,32 +560,32 @@ def _ov_phi_q(data, work, q, t, rows, values):
 protocol.FUSED_PHI_AND_PHI_Q.add(NaturalData)
 
 
-@overload(protocol.calc_phi_and_phi_q, jit_options=_JIT, inline="always")
+@overload_inlined(protocol.calc_phi_and_phi_q, jit_options=_JIT)
 def _ov_phi_and_phi_q(data, work, q, t, rows, phi, values):
     if protocol.is_type(data, NaturalData):
         return lambda data, work, q, t, rows, phi, values: natural_phi_and_phi_q(
             data, work, q, t, rows, phi, values)
 
 
-@overload(protocol.calc_phi_t, jit_options=_JIT, inline="always")
+@overload_inlined(protocol.calc_phi_t, jit_options=_JIT)
 def _ov_phi_t(data, work, q, t, rows, out):
     if protocol.is_type(data, NaturalData):
         return lambda data, work, q, t, rows, out: natural_phi_t(data, work, q, t, rows, out)
 
 
-@overload(protocol.calc_gamma, jit_options=_JIT, inline="always")
+@overload_inlined(protocol.calc_gamma, jit_options=_JIT)
 def _ov_gamma(data, work, q, qd, t, rows, out):
     if protocol.is_type(data, NaturalData):
         return lambda data, work, q, qd, t, rows, out: natural_gamma(data, work, q, qd, t, rows, out)
 
 
-@overload(protocol.calc_mass, jit_options=_JIT, inline="always")
+@overload_inlined(protocol.calc_mass, jit_options=_JIT)
 def _ov_mass(data, work, q, values):
     if protocol.is_type(data, NaturalData):
         return lambda data, work, q, values: natural_mass(data, work, q, values)
 
 
-@overload(protocol.calc_forces, jit_options=_JIT, inline="always")
+@overload_inlined(protocol.calc_forces, jit_options=_JIT)
 def _ov_forces(data, work, q, qd, t, out):
     if protocol.is_type(data, NaturalData):
         return lambda data, work, q, qd, t, out: natural_forces(data, work, q, qd, t, out)
