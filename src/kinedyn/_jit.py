@@ -1,4 +1,5 @@
-"""Numba options shared across the package."""
+"""Numba options shared across the package, and :func:`overload_inlined` (an IR-inlined
+overload whose implementations are not also compiled on their own)."""
 import warnings
 
 from numba.core import types

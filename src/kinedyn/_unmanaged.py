@@ -23,8 +23,10 @@ protocol call 650 ns -> 15 ns.
 from __future__ import annotations
 
 from numba import types
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
+
+from ._jit import overload_inlined
 
 
 @intrinsic
@@ -73,7 +75,7 @@ def unmanaged(value):
     raise NotImplementedError("unmanaged() is only available inside compiled code")
 
 
-@overload(unmanaged, jit_options={"cache": True, "nogil": True})
+@overload_inlined(unmanaged)
 def _ov_unmanaged(value):
     if isinstance(value, types.Array):
         return lambda value: _view(value)
