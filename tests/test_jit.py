@@ -1,15 +1,16 @@
 """kinedyn._jit: the one Numba note kinedyn silences is the SSA pass's "not in scope" note on
 the results of its own inlined overloads; other notes of that kind still reach the user. And
 ``overload_inlined``: inlined overloads whose implementations Numba does not compile on their
-own."""
+own. And the fix to Numba's alias analysis that keeps stores after an inlined overload."""
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
 import pytest
-from numba.core import event, types
+from numba.core import event, ir_utils, types
 from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import overload
 
@@ -95,3 +96,29 @@ def test_a_typing_error_in_an_inlined_overload_is_reported():
 
     with pytest.raises(nb.core.errors.TypingError):
         bad(1.0)
+
+
+class _Work(NamedTuple):
+    a: np.ndarray
+
+
+@nb.njit(inline="always")
+def _fill(work, n):
+    for i in range(n):  # stores through a NamedTuple argument's field, in a loop's blocks
+        work.a[i] = 2.0 * i + 1.0
+
+
+@nb.njit
+def _fill_after_an_inlined_overload(work, n):
+    m = _scaled(n)  # 2n, IR-inlined: Numba splits this block around it
+    _fill(work, int(m) // 2)
+
+
+def test_stores_after_an_inlined_overload_are_kept():
+    """Numba's one-pass alias analysis lost ``work`` as an argument alias once the overload
+    inliner had moved the block binding ``_fill``'s parameter after the loop's blocks, and its
+    dead-code elimination deleted the stores (kinedyn._jit._aliases_to_a_fixed_point)."""
+    assert getattr(ir_utils.find_potential_aliases, "kinedyn_fixed_point", False)
+    work = _Work(np.zeros(4))
+    _fill_after_an_inlined_overload(work, 3)
+    np.testing.assert_array_equal(work.a, [1.0, 3.0, 5.0, 0.0])

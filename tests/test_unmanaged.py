@@ -2,9 +2,11 @@
 lives, and inside a compiled function only an *argument* is guaranteed to (Numba releases a
 local array right after its last use). Checked two ways: the views of an argument survive
 allocations made after them, and no call site in the package (including the code templates
-that the symbolic code generator writes out) makes a view of a local array."""
+that the symbolic code generator writes out) makes a view of a local array. And a store through
+a view is kept where nothing reads it again in the function (Numba's dead-code elimination)."""
 import ast
 import pathlib
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -32,6 +34,36 @@ def test_views_of_arguments_survive_later_allocations():
     total, s = _fill_then_allocate(a, 5)
     assert total == 1000.0 and s == 35.0
     assert np.all(a == 1.0)
+
+
+class _Work(NamedTuple):
+    a: np.ndarray
+    b: np.ndarray
+
+
+@njit(inline="always")
+def _fill(work):
+    for i in range(work.a.shape[0]):
+        work.a[i] = i + 1.0
+    work.b[0] = -1.0
+
+
+@njit
+def _fill_views(work_, b_):
+    _fill(unmanaged(work_))  # inlined: the stores are the function's last use of the views
+    b = unmanaged(b_)
+    b[1] = 2.0
+
+
+def test_stores_through_views_are_kept():
+    """Nothing in the function reads the views after these stores. Numba's dead-code
+    elimination (run after each IR inlining, here ``unmanaged``'s) deletes such stores into
+    arrays it takes for the function's own, unless it knows they alias an argument
+    (kinedyn._unmanaged._same_memory)."""
+    work, b = _Work(np.zeros(3), np.zeros(2)), np.zeros(2)
+    _fill_views(work, b)
+    np.testing.assert_array_equal(work.a, [1.0, 2.0, 3.0])
+    assert work.b[0] == -1.0 and b[1] == 2.0
 
 
 def _functions(tree):

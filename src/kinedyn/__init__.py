@@ -9,6 +9,8 @@ from ._numba_cache import configure as _configure_numba_cache
 
 _configure_numba_cache()
 
+from . import _jit  # noqa: E402,F401  (Numba's fixes, installed before anything compiles)
+
 from .errors import (AssemblyError, ConvergenceError, KinedynError,  # noqa: E402
                      ModelError, SingularConfigurationError, SolverError, UnknownNameError)
 from .model import CompiledModel, System  # noqa: E402

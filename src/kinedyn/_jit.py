@@ -1,8 +1,9 @@
-"""Numba options shared across the package, and :func:`overload_inlined` (an IR-inlined
-overload whose implementations are not also compiled on their own)."""
+"""Numba options shared across the package, :func:`overload_inlined` (an IR-inlined overload
+whose implementations are not also compiled on their own), and a fix to Numba's alias analysis
+(:func:`_aliases_to_a_fixed_point`) that IR inlining needs."""
 import warnings
 
-from numba.core import types
+from numba.core import ir_utils, types
 from numba.core.errors import NumbaIRAssumptionWarning
 from numba.core.extending import _overload_default_jit_options
 from numba.core.typing.templates import infer, infer_global, make_overload_template
@@ -31,6 +32,37 @@ def quiet_inliner_notes() -> None:
 
 
 quiet_inliner_notes()
+
+
+def _aliases_to_a_fixed_point(find):
+    """Numba's ``find_potential_aliases``, repeated until the set of argument aliases stops
+    growing. Numba's makes one pass over the blocks in the order of the block dictionary, and
+    ``a = b.c`` makes ``a`` an alias of an argument only if ``b`` is already known as one. The
+    overload inliner splits the block of each inlined call and appends the block holding the
+    rest of it at the end of the dictionary; then its dead-code elimination reads the aliases.
+    So after an IR-inlined overload call, a function inlined at the IR level below it (an
+    ``inline="always"`` njit function) writing ``work.field[i] = x`` into a NamedTuple
+    argument's array has ``work`` bound (``fill_work = work``) in a block that comes after the
+    writes: they are no argument's aliases and are deleted as dead stores, without a word (the
+    HDCA evaluation after ``unmanaged`` became an inlined overload: no body pose written, the
+    run stopped at t = 0 as "singular"). Numba 0.59-0.68; ``tests/test_jit.py`` has the case.
+    More passes only add aliases, so they only keep statements."""
+    if getattr(find, "kinedyn_fixed_point", False):
+        return find
+
+    def find_all(blocks, args, typemap, func_ir, alias_map=None, arg_aliases=None):
+        while True:
+            known = None if arg_aliases is None else len(arg_aliases)
+            alias_map, arg_aliases = find(blocks, args, typemap, func_ir, alias_map, arg_aliases)
+            if len(arg_aliases) == known:
+                return alias_map, arg_aliases
+
+    find_all.kinedyn_fixed_point = True
+    return find_all
+
+
+# ``remove_dead`` looks the function up in its module at every call
+ir_utils.find_potential_aliases = _aliases_to_a_fixed_point(ir_utils.find_potential_aliases)
 
 
 class _NoStandaloneCopy:
