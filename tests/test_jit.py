@@ -117,8 +117,37 @@ def _fill_after_an_inlined_overload(work, n):
 def test_stores_after_an_inlined_overload_are_kept():
     """Numba's one-pass alias analysis lost ``work`` as an argument alias once the overload
     inliner had moved the block binding ``_fill``'s parameter after the loop's blocks, and its
-    dead-code elimination deleted the stores (kinedyn._jit._aliases_to_a_fixed_point)."""
-    assert getattr(ir_utils.find_potential_aliases, "kinedyn_fixed_point", False)
+    dead-code elimination deleted the stores (kinedyn._jit._complete_aliases)."""
+    assert getattr(ir_utils.find_potential_aliases, "kinedyn_complete", False)
     work = _Work(np.zeros(4))
     _fill_after_an_inlined_overload(work, 3)
     np.testing.assert_array_equal(work.a, [1.0, 3.0, 5.0, 0.0])
+
+
+class _PlanWork(NamedTuple):
+    phi: np.ndarray
+    rhs: np.ndarray
+
+
+@nb.njit(inline="always")
+def _chord_rhs(pw):
+    for i in range(pw.phi.shape[0]):
+        pw.rhs[i] = -pw.phi[i]  # the only use of this ``pw.rhs``
+    return pw.rhs.sum()         # read again through another
+
+
+@nb.njit
+def _unpacked_then_inlined(parts, u, n):
+    m = _scaled(n)  # an IR-inlined overload: Numba's dead-code elimination runs
+    # four names: a tuple built and unpacked (two or three are swapped on the stack)
+    first, second, third, pw = parts[0][u], parts[1][u], parts[2][u], parts[3][u]
+    return _chord_rhs(pw) + first.phi[0] + second.phi[0] + third.phi[0] + m
+
+
+def test_stores_through_unpacked_tuples_are_kept():
+    """The aliases of a value that went through a tuple (built and unpacked): Numba's analysis
+    stopped there, and the store into ``pw.rhs`` was deleted (kinedyn._jit._CARRIERS)."""
+    pws = (_PlanWork(np.array([1.0, 2.0]), np.zeros(2)),)
+    parts = (pws, pws, pws, pws)
+    assert _unpacked_then_inlined(parts, 0, 0.5) == -3.0 + 3 * 1.0 + 1.0
+    np.testing.assert_array_equal(pws[0].rhs, [-1.0, -2.0])

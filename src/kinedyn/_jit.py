@@ -1,9 +1,9 @@
 """Numba options shared across the package, :func:`overload_inlined` (an IR-inlined overload
 whose implementations are not also compiled on their own), and a fix to Numba's alias analysis
-(:func:`_aliases_to_a_fixed_point`) that IR inlining needs."""
+(:func:`_complete_aliases`) that IR inlining needs."""
 import warnings
 
-from numba.core import ir_utils, types
+from numba.core import ir, ir_utils, types
 from numba.core.errors import NumbaIRAssumptionWarning
 from numba.core.extending import _overload_default_jit_options
 from numba.core.typing.templates import infer, infer_global, make_overload_template
@@ -34,35 +34,70 @@ def quiet_inliner_notes() -> None:
 quiet_inliner_notes()
 
 
-def _aliases_to_a_fixed_point(find):
-    """Numba's ``find_potential_aliases``, repeated until the set of argument aliases stops
-    growing. Numba's makes one pass over the blocks in the order of the block dictionary, and
-    ``a = b.c`` makes ``a`` an alias of an argument only if ``b`` is already known as one. The
-    overload inliner splits the block of each inlined call and appends the block holding the
-    rest of it at the end of the dictionary; then its dead-code elimination reads the aliases.
-    So after an IR-inlined overload call, a function inlined at the IR level below it (an
-    ``inline="always"`` njit function) writing ``work.field[i] = x`` into a NamedTuple
-    argument's array has ``work`` bound (``fill_work = work``) in a block that comes after the
-    writes: they are no argument's aliases and are deleted as dead stores, without a word (the
-    HDCA evaluation after ``unmanaged`` became an inlined overload: no body pose written, the
-    run stopped at t = 0 as "singular"). Numba 0.59-0.68; ``tests/test_jit.py`` has the case.
-    More passes only add aliases, so they only keep statements."""
-    if getattr(find, "kinedyn_fixed_point", False):
+#: Numba IR expressions whose result holds or passes on the values of these operands (a tuple
+#: holds its items; unpacking, iteration and SSA's phi pass values on), which Numba's alias
+#: analysis does not follow
+_CARRIERS = {"build_tuple": ("items",), "build_list": ("items",), "exhaust_iter": ("value",),
+             "getiter": ("value",), "iternext": ("value",), "pair_first": ("value",),
+             "pair_second": ("value",), "typed_getitem": ("value",), "phi": ("incoming_values",)}
+
+
+def _carried_aliases(blocks, typemap, alias_map, arg_aliases) -> None:
+    """Add the aliases :data:`_CARRIERS` make (``lhs`` aliases each operand)."""
+    for block in blocks.values():
+        for stmt in block.body:
+            if not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr)
+                    and stmt.value.op in _CARRIERS):
+                continue
+            lhs = stmt.target.name
+            if ir_utils.is_immutable_type(lhs, typemap):
+                continue
+            for field in _CARRIERS[stmt.value.op]:
+                operands = getattr(stmt.value, field)
+                for v in operands if isinstance(operands, (list, tuple)) else [operands]:
+                    if isinstance(v, ir.Var) and v.name != lhs:
+                        ir_utils._add_alias(lhs, v.name, alias_map, arg_aliases)
+
+
+def _complete_aliases(find):
+    """Numba's ``find_potential_aliases`` with the aliases it misses, to a fixed point. Numba's
+    dead-code elimination, run after every IR inlining, deletes a store into an array that is
+    neither live afterwards nor an alias of an argument; two gaps in the alias analysis made it
+    delete our stores without a word:
+
+    * **Order.** One pass over the blocks in the order of the block dictionary, where ``a =
+      b.c`` aliases an argument only if ``b`` is known as one by then. The overload inliner
+      appends the block holding the rest of the caller after an inlined call at the end of the
+      dictionary: a function inlined below it that writes ``work.field[i] = x`` into a
+      NamedTuple argument binds ``work`` there, after its loop's blocks (the HDCA evaluation
+      once ``unmanaged`` was an inlined overload: no body pose written, "singular" at t = 0).
+    * **Carriers** (:data:`_CARRIERS`). ``solver, pw = units[0][u], units[3][u]`` builds a
+      tuple and unpacks it, and the aliases stop there: the Group Equations' converged step,
+      inlined at the IR level, lost its chord right-hand side ``pw.rhs[i] = -pw.phi[i]`` (read
+      again through another ``pw.rhs``) and stopped converging.
+
+    More aliases only keep statements. Numba 0.59-0.68; ``tests/test_jit.py`` has both cases."""
+    if getattr(find, "kinedyn_complete", False):
         return find
+
+    def size(alias_map, arg_aliases):
+        return -1 if arg_aliases is None else (len(arg_aliases),
+                                               sum(map(len, alias_map.values())))
 
     def find_all(blocks, args, typemap, func_ir, alias_map=None, arg_aliases=None):
         while True:
-            known = None if arg_aliases is None else len(arg_aliases)
+            known = size(alias_map, arg_aliases)
             alias_map, arg_aliases = find(blocks, args, typemap, func_ir, alias_map, arg_aliases)
-            if len(arg_aliases) == known:
+            _carried_aliases(blocks, typemap, alias_map, arg_aliases)
+            if size(alias_map, arg_aliases) == known:  # and ``find`` has closed them
                 return alias_map, arg_aliases
 
-    find_all.kinedyn_fixed_point = True
+    find_all.kinedyn_complete = True
     return find_all
 
 
 # ``remove_dead`` looks the function up in its module at every call
-ir_utils.find_potential_aliases = _aliases_to_a_fixed_point(ir_utils.find_potential_aliases)
+ir_utils.find_potential_aliases = _complete_aliases(ir_utils.find_potential_aliases)
 
 
 class _NoStandaloneCopy:
