@@ -76,7 +76,9 @@ def _complete_aliases(find):
       inlined at the IR level, lost its chord right-hand side ``pw.rhs[i] = -pw.phi[i]`` (read
       again through another ``pw.rhs``) and stopped converging.
 
-    More aliases only keep statements. Numba 0.59-0.68; ``tests/test_jit.py`` has both cases."""
+    More aliases only keep statements. Numba 0.59-0.68; ``tests/test_jit.py`` has both cases.
+    The third gap, a call's result taken for a fresh array, is closed where such a call is
+    defined (:mod:`kinedyn._unmanaged`: a view aliases what it views)."""
     if getattr(find, "kinedyn_complete", False):
         return find
 
