@@ -1,7 +1,8 @@
 """kinedyn._jit: the one Numba note kinedyn silences is the SSA pass's "not in scope" note on
 the results of its own inlined overloads; other notes of that kind still reach the user. And
 ``overload_inlined``: inlined overloads whose implementations Numba does not compile on their
-own. And the fix to Numba's alias analysis that keeps stores after an inlined overload."""
+own. And the two fixes to Numba's alias analysis (block order, values carried by tuples) that
+keep stores after an inlined overload."""
 from __future__ import annotations
 
 import warnings
