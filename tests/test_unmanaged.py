@@ -58,8 +58,8 @@ def _fill_views(work_, b_):
 def test_stores_through_views_are_kept():
     """Nothing in the function reads the views after these stores. Numba's dead-code
     elimination (run after each IR inlining, here ``unmanaged``'s) deletes such stores into
-    arrays it takes for the function's own, unless it knows they alias an argument
-    (kinedyn._unmanaged._same_memory)."""
+    arrays it takes for the function's own, unless it knows they alias an argument (a call's
+    result may: kinedyn._jit._CARRIERS)."""
     work, b = _Work(np.zeros(3), np.zeros(2)), np.zeros(2)
     _fill_views(work, b)
     np.testing.assert_array_equal(work.a, [1.0, 2.0, 3.0])

@@ -34,16 +34,15 @@ def quiet_inliner_notes() -> None:
 quiet_inliner_notes()
 
 
-#: Numba IR expressions whose result holds or passes on the values of these operands (a tuple
-#: holds its items; unpacking, iteration and SSA's phi pass values on), which Numba's alias
-#: analysis does not follow
-_CARRIERS = {"build_tuple": ("items",), "build_list": ("items",), "exhaust_iter": ("value",),
-             "getiter": ("value",), "iternext": ("value",), "pair_first": ("value",),
-             "pair_second": ("value",), "typed_getitem": ("value",), "phi": ("incoming_values",)}
+#: Numba IR expressions whose result may hold or be made of the values they read, which Numba's
+#: alias analysis does not follow: a tuple holds its items; unpacking, iteration and SSA's phi
+#: pass values on; a call's result may view its arguments (Numba takes it for a fresh array)
+_CARRIERS = frozenset({"build_tuple", "build_list", "exhaust_iter", "getiter", "iternext",
+                       "pair_first", "pair_second", "typed_getitem", "phi", "call"})
 
 
 def _carried_aliases(blocks, typemap, alias_map, arg_aliases) -> None:
-    """Add the aliases :data:`_CARRIERS` make (``lhs`` aliases each operand)."""
+    """Add the aliases :data:`_CARRIERS` make: ``lhs`` aliases every variable they read."""
     for block in blocks.values():
         for stmt in block.body:
             if not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr)
@@ -52,18 +51,16 @@ def _carried_aliases(blocks, typemap, alias_map, arg_aliases) -> None:
             lhs = stmt.target.name
             if ir_utils.is_immutable_type(lhs, typemap):
                 continue
-            for field in _CARRIERS[stmt.value.op]:
-                operands = getattr(stmt.value, field)
-                for v in operands if isinstance(operands, (list, tuple)) else [operands]:
-                    if isinstance(v, ir.Var) and v.name != lhs:
-                        ir_utils._add_alias(lhs, v.name, alias_map, arg_aliases)
+            for v in stmt.value.list_vars():
+                if v.name != lhs:
+                    ir_utils._add_alias(lhs, v.name, alias_map, arg_aliases)
 
 
 def _complete_aliases(find):
     """Numba's ``find_potential_aliases`` with the aliases it misses, to a fixed point. Numba's
     dead-code elimination, run after every IR inlining, deletes a store into an array that is
-    neither live afterwards nor an alias of an argument; two gaps in the alias analysis made it
-    delete our stores without a word:
+    neither live afterwards nor an alias of an argument; three gaps in the alias analysis made
+    it delete our stores without a word:
 
     * **Order.** One pass over the blocks in the order of the block dictionary, where ``a =
       b.c`` aliases an argument only if ``b`` is known as one by then. The overload inliner
@@ -75,10 +72,12 @@ def _complete_aliases(find):
       tuple and unpacks it, and the aliases stop there: the Group Equations' converged step,
       inlined at the IR level, lost its chord right-hand side ``pw.rhs[i] = -pw.phi[i]`` (read
       again through another ``pw.rhs``) and stopped converging.
+    * **Calls** (also :data:`_CARRIERS`). A call's result is taken for a fresh array, so the
+      stores through ``unmanaged(work_)`` (a view) that the function does not read again were
+      deleted.
 
-    More aliases only keep statements. Numba 0.59-0.68; ``tests/test_jit.py`` has both cases.
-    The third gap, a call's result taken for a fresh array, is closed where such a call is
-    defined (:mod:`kinedyn._unmanaged`: a view aliases what it views)."""
+    More aliases only keep statements. Numba 0.59-0.68; ``tests/test_jit.py`` (order,
+    carriers) and ``tests/test_unmanaged.py`` (calls) have the cases."""
     if getattr(find, "kinedyn_complete", False):
         return find
 

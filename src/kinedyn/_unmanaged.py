@@ -23,7 +23,6 @@ protocol call 650 ns -> 15 ns.
 from __future__ import annotations
 
 from numba import types
-from numba.core import ir_utils
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
@@ -69,18 +68,6 @@ def _unmanaged_tuple(typingctx, tup):
     def codegen(context, builder, sig, args):
         return convert(context, builder, sig.args[0], args[0])
     return tup(tup), codegen
-
-
-def _same_memory(lhs, args, alias_map, arg_aliases):
-    """The views alias what they view: Numba's dead-code elimination, run after every IR
-    inlining, deletes stores into arrays it believes are the function's own (a call's results
-    are), so without this the writes through ``unmanaged(work).field`` that are not read again
-    in the function were deleted (the HDCA evaluation: no pose written, "singular" at t = 0)."""
-    ir_utils._add_alias(lhs, args[0].name, alias_map, arg_aliases)
-
-
-for _intrinsic in (_view, _unmanaged_tuple):  # keys as ``ir_utils.find_callname`` gives them
-    ir_utils.alias_func_extensions[(_intrinsic._name, __name__)] = _same_memory
 
 
 def unmanaged(value):
