@@ -44,29 +44,34 @@ def _view(typingctx, arr):
     return arr(arr), codegen
 
 
+def without_meminfo(context, builder, ty, value):
+    """LLVM value ``value`` of Numba type ``ty`` with the memory-info of every array in it (an
+    array, a tuple or NamedTuple of them, nested) set to null: the codegen of
+    :func:`unmanaged`, and of :mod:`kinedyn._table`'s loads."""
+    if isinstance(ty, types.Array):
+        src = make_array(ty)(context, builder, value)
+        dst = make_array(ty)(context, builder)
+        populate_array(dst, data=src.data, shape=src.shape, strides=src.strides,
+                       itemsize=src.itemsize, meminfo=None)
+        return dst._getvalue()
+    if isinstance(ty, types.BaseTuple):  # nested NamedTuples (a method holding formulation data)
+        out = value
+        for i, member in enumerate(ty.types):
+            out = builder.insert_value(
+                out, without_meminfo(context, builder, member, builder.extract_value(value, i)),
+                i)
+        return out
+    return value
+
+
 @intrinsic
 def _unmanaged_tuple(typingctx, tup):
     """A NamedTuple (or tuple) whose array members are replaced by unmanaged views."""
     if not isinstance(tup, types.BaseTuple):
         return None
 
-    def convert(context, builder, ty, value):
-        if isinstance(ty, types.Array):
-            src = make_array(ty)(context, builder, value)
-            dst = make_array(ty)(context, builder)
-            populate_array(dst, data=src.data, shape=src.shape, strides=src.strides,
-                           itemsize=src.itemsize, meminfo=None)
-            return dst._getvalue()
-        if isinstance(ty, types.BaseTuple):  # nested NamedTuples (a method holding formulation data)
-            out = value
-            for i, member in enumerate(ty.types):
-                out = builder.insert_value(
-                    out, convert(context, builder, member, builder.extract_value(value, i)), i)
-            return out
-        return value
-
     def codegen(context, builder, sig, args):
-        return convert(context, builder, sig.args[0], args[0])
+        return without_meminfo(context, builder, sig.args[0], args[0])
     return tup(tup), codegen
 
 

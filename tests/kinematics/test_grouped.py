@@ -1,10 +1,11 @@
 """Group Equations solver: same positions, velocities, accelerations as the global formulation."""
 import numpy as np
 import pytest
+from numba import types
 
 from kinedyn import errors as kd_errors
 from kinedyn.errors import ConvergenceError, UnknownNameError
-from kinedyn.kinematics import Kinematics
+from kinedyn.kinematics import Kinematics, grouped
 from kinedyn.linalg import lu_codegen
 from kinedyn.linalg.sparse import cost
 from kinedyn.models import get
@@ -32,6 +33,19 @@ def test_groups_match_global(model, solver):
         assert rel(getattr(res, field), getattr(ref, field)) <= 1e-10, field
     # residuals of the whole system at position, velocity and acceleration level
     assert res.residuals.max() <= 1e-9
+
+
+def test_one_run_kernel_for_every_number_of_groups():
+    """The run kernel gets the groups' parts as tables (kinedyn._table), typed without their
+    number: the four-bar's 2 groups and the 3-RRR's 4 run the same compiled kernel, whichever
+    of them compiled it (or loaded it from the disk cache) first."""
+    for name in ("four-bar-driven", "3-rrr-driven"):
+        kin = Kinematics(get(name).compile(), strategy="groups", solver="sparse")
+        kin.simulate(0.05, 0.01)
+    converged = [sig for sig in grouped._run_units.signatures if sig[4] is not types.none]
+    solvers = [sig[2].types[0] for sig in converged]  # the units' solver table
+    assert len(set(solvers)) == len(solvers)  # one kernel per solver kind, not per model
+    assert not any(isinstance(t, types.UniTuple) for sig in converged for t in sig)
 
 
 def test_groups_one_time_and_fixed_iterations():

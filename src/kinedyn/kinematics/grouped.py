@@ -27,6 +27,7 @@ import numpy as np
 from numba import types
 
 from .._jit import INLINED, overload_inlined
+from .._table import as_table
 from .._unmanaged import unmanaged
 from ..errors import SingularConfigurationError, SolverError
 from ..formulations import protocol
@@ -173,8 +174,8 @@ class GroupEngine:
                                    extrapolate, outs)
         u = self.units
         groups = (None,) * 4 if fixed else (self.solvers, self.sworks, self.plans, self.pws)
-        st, k, i = run_units(self.kin.data, self.kin.work, *u.parts(), *groups, times, q, qd,
-                             qdd, start, stop, tol, max_iter, extrapolate, *outs)
+        st, k, i = run_units(self.kin.data, self.kin.work, *u.parts(), len(u.plans), *groups,
+                             times, q, qd, qdd, start, stop, tol, max_iter, extrapolate, *outs)
         return st, k, (self.failed_group(u, i, q, times[min(k, len(times) - 1)]) if i >= 0
                        else -1)
 
@@ -342,43 +343,71 @@ def unit_step(data, work, units, groups, u, q, qd, qdd, t, tol, max_iter, track)
     return st, it, err
 
 
-def group_parts(solvers, sworks, plans, pws):
-    """The groups' parts a run kernel gets, each tuple made unmanaged on its own, or None when
-    they are None (the paper's step). Numba picks one of the two at compile time by the
-    arguments' types (an ``if solvers is None`` in the kernel types both branches: Numba prunes
-    such a test only for None itself, so the result would be an optional tuple)."""
-    raise NotImplementedError("group_parts() is only available inside compiled code")
+def group_tables(solvers, sworks, plans, pws):
+    """The groups' parts as the run kernels use them, each tuple as a
+    :class:`~kinedyn._table.Table` in the caller's frame (so that the kernels below it are
+    compiled once for every number of groups), or None when they are None (the paper's step).
+    Numba picks one of the two at compile time by the arguments' types (an ``if solvers is
+    None`` in the kernel types both branches: Numba prunes such a test only for None itself, so
+    the result would be an optional tuple)."""
+    raise NotImplementedError("group_tables() is only available inside compiled code")
 
 
-@overload_inlined(group_parts)
-def _ov_group_parts(solvers, sworks, plans, pws):
+@overload_inlined(group_tables)
+def _ov_group_tables(solvers, sworks, plans, pws):
     if isinstance(solvers, types.NoneType):
         return lambda solvers, sworks, plans, pws: None
-    return lambda solvers, sworks, plans, pws: (unmanaged(solvers), unmanaged(sworks),
-                                                unmanaged(plans), unmanaged(pws))
+    return lambda solvers, sworks, plans, pws: (as_table(solvers), as_table(sworks),
+                                                as_table(plans), as_table(pws))
+
+
+def unit_tables(solvers, sworks, plans, pws, uworks):
+    """The units' parts (:meth:`Units.parts`) as tables, as :func:`group_tables`."""
+    raise NotImplementedError("unit_tables() is only available inside compiled code")
+
+
+@overload_inlined(unit_tables)
+def _ov_unit_tables(solvers, sworks, plans, pws, uworks):
+    return lambda solvers, sworks, plans, pws, uworks: (
+        group_tables(solvers, sworks, plans, pws) + (as_table(uworks),))
 
 
 @nb.njit(cache=True, nogil=True)
-def run_units(data_, work_, solvers_, sworks_, plans_, pws_, uworks_, gsolvers_, gsworks_,
-              gplans_, gpws_, times_, q_, qd_, qdd_, start, stop, tol, max_iter, extrapolate,
-              out_q_, out_qd_, out_qdd_, out_res_, out_iter_):
+def run_units(data_, work_, solvers_, sworks_, plans_, pws_, uworks_, n_units, gsolvers_,
+              gsworks_, gplans_, gpws_, times_, q_, qd_, qdd_, start, stop, tol, max_iter,
+              extrapolate, out_q_, out_qd_, out_qdd_, out_res_, out_iter_):
     """Steps ``start..stop-1``, unit by unit (:func:`unit_step`; see :func:`.kernels.run` for
-    the tracking): the units' (solvers, solver works, plans, plan works, unit works), then
-    their groups' (solvers, solver works, plans, plan works) - converged to ``tol`` - or four
-    None: the paper's step (``max_iter`` Newton-Raphson iterations per step). Returns
-    ``(status, step, failing unit)``.
+    the tracking): the units' (solvers, solver works, plans, plan works, unit works) and their
+    number, then their groups' (solvers, solver works, plans, plan works) - converged to
+    ``tol`` - or four None: the paper's step (``max_iter`` Newton-Raphson iterations per
+    step). Returns ``(status, step, failing unit)``.
 
-    None is a type of its own, so Numba compiles the two modes as two kernels and prunes the
-    branch the other takes: the paper's kernel neither holds the converged step nor unboxes
-    the groups' arrays (one kernel for both took 0.1 us more per paper step, Stewart platform,
-    2.4 us, and each call from Python 60 us instead of 22). Written as one kernel, not a loop
-    function inlined into one kernel per mode: each inlined layer is compiled on its own as
-    well (docs/architecture.md, "What the test suite's time is made of"). Each tuple is made
-    unmanaged on its own: one ``unmanaged`` of all of them nested took 17 s to compile
-    (Stewart platform), against 2.5 s."""
-    units = (unmanaged(solvers_), unmanaged(sworks_), unmanaged(plans_), unmanaged(pws_),
-             unmanaged(uworks_))
-    groups = group_parts(gsolvers_, gsworks_, gplans_, gpws_)
+    This entry kernel, compiled for each number of units and groups (their tuples' types),
+    only makes the tables (:func:`unit_tables`, :func:`group_tables`: their entries are loaded
+    as views) and calls
+    :func:`_run_units`, which holds the steps and is compiled once for all: a four-bar
+    (2 groups), a 3-RRR (4) and a Stewart platform (7) share it. None is a type of its own, so
+    Numba compiles the two modes as two kernels and prunes the branch the other takes: the
+    paper's kernel neither holds the converged step nor unboxes the groups' arrays (one kernel
+    for both took 0.1 us more per paper step, Stewart platform, 2.4 us, and each call from
+    Python 60 us instead of 22)."""
+    units = unit_tables(solvers_, sworks_, plans_, pws_, uworks_)
+    groups = group_tables(gsolvers_, gsworks_, gplans_, gpws_)
+    # the NamedTuples as views: passed as they are, their tens of arrays are each counted in
+    # and out of the call (a one-step solve from Python 76 us against 72)
+    return _run_units(unmanaged(data_), unmanaged(work_), units, n_units, groups, times_, q_,
+                      qd_, qdd_, start, stop, tol, max_iter, extrapolate, out_q_, out_qd_,
+                      out_qdd_, out_res_, out_iter_)
+
+
+@nb.njit(cache=True, nogil=True)
+def _run_units(data_, work_, units, n_units, groups, times_, q_, qd_, qdd_, start, stop, tol,
+               max_iter, extrapolate, out_q_, out_qd_, out_qdd_, out_res_, out_iter_):
+    """The steps of :func:`run_units`, on its tables; it makes the views of its arrays here,
+    where LLVM sees their memory-info as null (views made in the entry kernel and passed down
+    kept their reference counting in this function). Written as one kernel, not a loop function inlined into
+    one kernel per mode: each inlined layer is compiled on its own as well
+    (docs/architecture.md, "What the test suite's time is made of")."""
     data, work, times = unmanaged(data_), unmanaged(work_), unmanaged(times_)
     q, qd, qdd = unmanaged(q_), unmanaged(qd_), unmanaged(qdd_)
     out_q, out_qd, out_qdd = unmanaged(out_q_), unmanaged(out_qd_), unmanaged(out_qdd_)
@@ -389,7 +418,7 @@ def run_units(data_, work_, solvers_, sworks_, plans_, pws_, uworks_, gsolvers_,
             K.predict(times, k, q, qd, qdd, out_qdd)
         track = k > start  # chord iterations from the factorisation held (converged only)
         it_max, err_max = 0, 0.0
-        for u in range(len(units[2])):
+        for u in range(n_units):
             st, it, err = unit_step(data, work, units, groups, u, q, qd, qdd, t, tol, max_iter,
                                     track)
             if st != K.OK:

@@ -36,12 +36,13 @@ import numpy as np
 
 from .._jit import INLINED
 from .._memory import resident_zeros
+from .._table import as_table
 from .._unmanaged import unmanaged
 from ..parallel.team import (ABORT, LINE, NEVER, SPINS, Team, atomic_add,  # noqa: F401
                              atomic_load, atomic_store, barrier, first_failure, make_sync,
                              private_copy, private_zeros, publish_failure, sched_yield)
 from . import kernels as K
-from .grouped import group_parts, unit_step
+from .grouped import group_tables, unit_step, unit_tables
 
 
 # ---- the worker kernel ------------------------------------------------------------------------
@@ -90,11 +91,25 @@ def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, unit_ptr
     inlined sub-problem, one cache line bouncing between them (Stewart platform, paper step,
     two workers: 63 -> 5.0 us per step). ``out_res``/``out_iter`` are (n_workers, n_steps);
     ``status[w]`` receives (status, step, unit) of a failure (status 0 when the worker
-    finished)."""
-    units = (unmanaged(solvers_), unmanaged(sworks_), unmanaged(plans_), unmanaged(pws_),
-             unmanaged(uworks_))
-    groups = group_parts(gsolvers_, gsworks_, gplans_, gpws_)
-    data, works, unit_ptr = unmanaged(data_), unmanaged(works_), unmanaged(unit_ptr_)
+    finished). This entry kernel, compiled for each number of units, groups and workers, only
+    makes the tables (:func:`~.grouped.unit_tables`) and a view of the data and calls :func:`_run_worker`, compiled
+    once for all (as :func:`~.grouped.run_units`)."""
+    units = unit_tables(solvers_, sworks_, plans_, pws_, uworks_)
+    groups = group_tables(gsolvers_, gsworks_, gplans_, gpws_)
+    return _run_worker(unmanaged(data_), as_table(works_), units, unit_ptr_, groups, n_levels, w,
+                       n_workers, replicate, sync_, times_, state_, record_, stage_, start, stop,
+                       tol, max_iter, extrapolate, out_q_, out_qd_, out_qdd_, out_res_,
+                       out_iter_, status_)
+
+
+@nb.njit(cache=True, nogil=True)
+def _run_worker(data_, works, units, unit_ptr_, groups, n_levels, w, n_workers, replicate,
+                sync_, times_, state_, record_, stage_, start, stop, tol, max_iter, extrapolate,
+                out_q_, out_qd_, out_qdd_, out_res_, out_iter_, status_):
+    """The steps of :func:`run_worker`, on its tables (``works``: the formulation scratch of
+    every worker), compiled once for every number of units, groups and workers; it makes the
+    views, as :func:`~.grouped._run_units`."""
+    data, unit_ptr = unmanaged(data_), unmanaged(unit_ptr_)
     sync, times, state = unmanaged(sync_), unmanaged(times_), unmanaged(state_)
     record, stage = unmanaged(record_), unmanaged(stage_)
     out_q, out_qd, out_qdd = unmanaged(out_q_), unmanaged(out_qd_), unmanaged(out_qdd_)
