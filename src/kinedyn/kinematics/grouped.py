@@ -384,17 +384,16 @@ def run_units(data_, work_, solvers_, sworks_, plans_, pws_, uworks_, n_units, g
 
     This entry kernel, compiled for each number of units and groups (their tuples' types),
     only makes the tables (:func:`unit_tables`, :func:`group_tables`: their entries are loaded
-    as views) and calls
-    :func:`_run_units`, which holds the steps and is compiled once for all: a four-bar
-    (2 groups), a 3-RRR (4) and a Stewart platform (7) share it. None is a type of its own, so
-    Numba compiles the two modes as two kernels and prunes the branch the other takes: the
-    paper's kernel neither holds the converged step nor unboxes the groups' arrays (one kernel
-    for both took 0.1 us more per paper step, Stewart platform, 2.4 us, and each call from
-    Python 60 us instead of 22)."""
+    as views) and calls :func:`_run_units`, which holds the steps and is compiled once for
+    all: a four-bar (2 groups), a 3-RRR (4) and a Stewart platform (7) share it. None is a
+    type of its own, so Numba compiles the two modes as two kernels and prunes the branch the
+    other takes: the paper's kernel neither holds the converged step nor unboxes the groups'
+    arrays (one kernel for both took 0.1 us more per paper step, Stewart platform, 2.4 us,
+    and each call from Python 60 us instead of 22)."""
     units = unit_tables(solvers_, sworks_, plans_, pws_, uworks_)
     groups = group_tables(gsolvers_, gsworks_, gplans_, gpws_)
-    # the NamedTuples as views: passed as they are, their tens of arrays are each counted in
-    # and out of the call (a one-step solve from Python 76 us against 72)
+    # the NamedTuples as views: passed as they are, their tens of arrays would each be
+    # counted in and out of the call
     return _run_units(unmanaged(data_), unmanaged(work_), units, n_units, groups, times_, q_,
                       qd_, qdd_, start, stop, tol, max_iter, extrapolate, out_q_, out_qd_,
                       out_qdd_, out_res_, out_iter_)
@@ -405,9 +404,9 @@ def _run_units(data_, work_, units, n_units, groups, times_, q_, qd_, qdd_, star
                max_iter, extrapolate, out_q_, out_qd_, out_qdd_, out_res_, out_iter_):
     """The steps of :func:`run_units`, on its tables; it makes the views of its arrays here,
     where LLVM sees their memory-info as null (views made in the entry kernel and passed down
-    kept their reference counting in this function). Written as one kernel, not a loop function inlined into
-    one kernel per mode: each inlined layer is compiled on its own as well
-    (docs/architecture.md, "What the test suite's time is made of")."""
+    kept their reference counting in this function). Written as one kernel, not a loop
+    function inlined into one kernel per mode: each inlined layer is compiled on its own as
+    well (docs/architecture.md, "What the test suite's time is made of")."""
     data, work, times = unmanaged(data_), unmanaged(work_), unmanaged(times_)
     q, qd, qdd = unmanaged(q_), unmanaged(qd_), unmanaged(qdd_)
     out_q, out_qd, out_qdd = unmanaged(out_q_), unmanaged(out_qd_), unmanaged(out_qdd_)

@@ -92,8 +92,8 @@ def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, unit_ptr
     two workers: 63 -> 5.0 us per step). ``out_res``/``out_iter`` are (n_workers, n_steps);
     ``status[w]`` receives (status, step, unit) of a failure (status 0 when the worker
     finished). This entry kernel, compiled for each number of units, groups and workers, only
-    makes the tables (:func:`~.grouped.unit_tables`) and a view of the data and calls :func:`_run_worker`, compiled
-    once for all (as :func:`~.grouped.run_units`)."""
+    makes the tables (:func:`~.grouped.unit_tables`) and a view of the data, and calls
+    :func:`_run_worker`, compiled once for all (as :func:`~.grouped.run_units`)."""
     units = unit_tables(solvers_, sworks_, plans_, pws_, uworks_)
     groups = group_tables(gsolvers_, gsworks_, gplans_, gpws_)
     return _run_worker(unmanaged(data_), as_table(works_), units, unit_ptr_, groups, n_levels, w,
