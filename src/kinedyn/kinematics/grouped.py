@@ -385,11 +385,13 @@ def run_units(data_, work_, solvers_, sworks_, plans_, pws_, uworks_, n_units, g
     This entry kernel, compiled for each number of units and groups (their tuples' types),
     only makes the tables (:func:`unit_tables`, :func:`group_tables`: their entries are loaded
     as views) and calls :func:`_run_units`, which holds the steps and is compiled once for
-    all: a four-bar (2 groups), a 3-RRR (4) and a Stewart platform (7) share it. None is a
-    type of its own, so Numba compiles the two modes as two kernels and prunes the branch the
-    other takes: the paper's kernel neither holds the converged step nor unboxes the groups'
-    arrays (one kernel for both took 0.1 us more per paper step, Stewart platform, 2.4 us,
-    and each call from Python 60 us instead of 22)."""
+    all: a four-bar (2 groups), a 3-RRR (4) and a Stewart platform (7) share it. ``n_units``
+    comes from the caller, not from ``len(plans_)``: in compiled code a tuple's length is a
+    constant, and passed on it would be typed as a literal, one ``_run_units`` per count
+    again. None is a type of its own, so Numba compiles the two modes as two kernels and
+    prunes the branch the other takes: the paper's kernel neither holds the converged step nor
+    unboxes the groups' arrays (one kernel for both took 0.1 us more per paper step, Stewart
+    platform, 2.4 us, and each call from Python 60 us instead of 22)."""
     units = unit_tables(solvers_, sworks_, plans_, pws_, uworks_)
     groups = group_tables(gsolvers_, gsworks_, gplans_, gpws_)
     # the NamedTuples as views: passed as they are, their tens of arrays would each be
