@@ -140,34 +140,6 @@ def test_a_unit_keeps_its_groups_own_iterations(solver):
         assert res.iterations.max() > 4  # chord iterations, not one Newton step
 
 
-def test_the_first_chord_iterate_has_only_to_reduce_the_residual():
-    import numba as nb
-    from kinedyn.kinematics import kernels as K
-    from kinedyn.kinematics.kernels import CHORD_RATE
-    chord_continues = nb.njit(lambda err, prev, it: K.chord_continues(err, prev, it))
-    prev = 1e-6
-    assert chord_continues(0.9 * prev, prev, 1)  # the first iterate: any reduction
-    assert not chord_continues(1.1 * prev, prev, 1)
-    assert chord_continues(CHORD_RATE * prev, prev, 2)  # later: by CHORD_RATE
-    assert not chord_continues(0.3 * prev, prev, 2)
-    assert chord_continues(1.0, np.inf, 0)  # the prediction
-
-
-def test_groups_iterate_as_often_as_the_whole_system():
-    """Converged Stewart steps: the terminal group converges in one chord iteration (its rows
-    are linear) and each leg in as many as the whole system, so every step takes the global
-    run's number of iterations. Before kernels.chord_continues let the first chord iterate
-    cut the residual by less than CHORD_RATE, a leg went on with Newton-Raphson on 10 % of
-    the steps (one factorisation per iteration more), and 2 of these 200 steps counted
-    differently."""
-    m = get("stewart-paper").compile()
-    ref = Kinematics(m, solver="sparse", tol=1e-10).simulate(2.0, 0.01)
-    assert ref.iterations[1:].min() >= 3
-    for solver in ("dense", "sparse"):
-        res = Kinematics(m, solver=solver, strategy="groups", tol=1e-10).simulate(2.0, 0.01)
-        np.testing.assert_array_equal(res.iterations, ref.iterations)
-
-
 @pytest.mark.parametrize("fixed", [False, True])
 def test_threads_with_barriers_give_the_serial_results(monkeypatch, fixed):
     """Where copies of ancestors would lengthen the busiest worker's path, the workers share

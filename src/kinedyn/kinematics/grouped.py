@@ -242,9 +242,9 @@ def _converged_unit(data, work, solver, swork, plan, pw, uw, groups, q, qd, t, t
     """Positions (eq. 1) and velocities (eq. 2) of a unit's groups, converged to ``tol``, each
     group with **its own iterations**, as if solved alone (:func:`.kernels.position_tracking`):
     chord iterations with the factorisation the unit holds from the previous step (``track``)
-    while they cut the group's residual fast enough (:func:`.kernels.chord_continues`); a
-    group that converges stops moving; a group whose chord iteration stalls, and every group
-    at a run's first step, continues with Newton-Raphson alone, on its own plan and solver
+    while each cuts the group's residual by ``CHORD_RATE``; a group that converges stops
+    moving; a group whose chord iteration stalls, and every group at a run's first step,
+    continues with Newton-Raphson alone, on its own plan and solver
     (``groups[.][uw.members[j]]``). The unit's share is the passes over all its rows: Phi (and
     Phi_q) per chord iteration, the chord solution, and - once every group has converged - one
     factorisation at the solution and the velocity problem.
@@ -290,7 +290,7 @@ def _converged_unit(data, work, solver, swork, plan, pw, uw, groups, q, qd, t, t
                     left -= 1
                     it_max, err_max = max(it_max, it), max(err_max, err)
                     continue
-                if it < max_iter and K.chord_continues(err, uw.prev[j], it):
+                if it < max_iter and err <= K.CHORD_RATE * uw.prev[j]:
                     uw.prev[j] = err
                     continue
             g = uw.members[j]  # Newton-Raphson for this group alone, from here

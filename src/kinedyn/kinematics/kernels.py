@@ -32,7 +32,6 @@ from .coupling import compile_coupling
 OK, SINGULAR, REPIVOT, NO_CONVERGENCE, LOST = 0, 1, 2, 3, 4
 DIVERGENCE = 1e3  # residual growth factor that means loss of assembly
 CHORD_RATE = 0.25  # chord iterations continue while each cuts the residual at least this much
-# (from the second iterate on: chord_continues)
 # the per-step problems are inlined by LLVM into the loops that call them (a run, a structural
 # group, a dynamics method): a real call passing the formulation's NamedTuples cost more than the
 # arithmetic of a small group (Stewart platform: 88 -> 60 us per global step, groups 122 -> 81)
@@ -152,20 +151,6 @@ def position(data, work, solver, swork, plan, pw, q, t, tol, max_iter, evaluated
 
 
 @nb.njit(**_STEP)
-def chord_continues(err, prev, it):
-    """Whether the chord iteration goes on from iterate ``it`` (residual ``err``; ``prev``: the
-    iterate's before, inf at the prediction): from the second iterate on while each cuts the
-    residual by ``CHORD_RATE``; the first only has to reduce it. The first ratio compares the
-    prediction's residual with the first iterate's, and is not the rate the iteration
-    settles to: on the paper's Stewart platform (converged to 1e-10, dt = 0.01) a leg's first
-    chord iterate cut its residual by only 0.25-0.65 on 10 % of the steps, and the following
-    ones converged within the whole system's 3-5 iterations; judged by the first ratio, each of
-    those legs went on with Newton-Raphson, one factorisation per iteration more
-    (docs/group-equations.md, "2026-11-30: the chord's first iterate")."""
-    return err <= CHORD_RATE * prev or (it == 1 and err < prev)
-
-
-@nb.njit(**_STEP)
 def position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter, chord):
     """Position problem along a trajectory: chord (modified Newton) iterations with the
     factorisation the solver already holds - the Jacobian at the previous step's solution -
@@ -174,8 +159,8 @@ def position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter, 
     From an extrapolated guess the chord iteration contracts by about the relative change of
     the Jacobian over one step, so it converges in as many iterations as Newton-Raphson but
     factorises once per step instead of once per iteration plus once at the solution. If the
-    residual stops falling fast enough (:func:`chord_continues`: a large step, a fast change
-    of the Jacobian), it continues with full Newton-Raphson (:func:`position`) from there.
+    residual falls by less than ``CHORD_RATE`` per iteration (a large step, a fast change of
+    the Jacobian), it continues with full Newton-Raphson (:func:`position`) from there.
     After a chord update Phi and Phi_q are evaluated together (one pass; Phi_q is needed
     there whether the iteration has converged or continues with Newton-Raphson).
     ``chord`` False (no factorisation held): Newton-Raphson from the start. Same statuses and
@@ -198,7 +183,7 @@ def position_tracking(data, work, solver, swork, plan, pw, q, t, tol, max_iter, 
                 # 1.22 -> 1.56 us per step)
                 protocol.calc_phi_and_phi_q(data, work, q, t, plan.select, pw.phi, pw.values)
             return protocol.factorize(solver, swork, pw.values), it, err
-        if it >= max_iter or not chord_continues(err, prev, it):
+        if it >= max_iter or err > CHORD_RATE * prev:
             break
         prev = err
         newton_update(solver, swork, plan, pw, q)
