@@ -112,6 +112,27 @@ def test_large_patterns_keep_the_loops(monkeypatch):
     assert not with_code(solver, codegen=True).code.any()
 
 
+def test_a_structure_builds_its_code_once(monkeypatch):
+    """A re-analysis that comes back to an order it had (the four-bar's pivots: 800
+    re-analyses in 20 000 steps) reuses that order's code without building its IR again; the
+    reused code still equals the loops to the bit. Another order builds its own."""
+    built = []
+    module_ir = lu_codegen.module_ir
+    monkeypatch.setattr(lu_codegen, "module_ir", lambda s: built.append(s.n) or module_ir(s))
+    monkeypatch.setattr(lu_codegen, "_CODES", {})
+    A = random_system(12, 0.3, 11)
+    first = analyse(full_block(A), A.data)
+    again = analyse(full_block(A), A.data)
+    assert len(built) == 1
+    np.testing.assert_array_equal(again[0].code, first[0].code)
+    rhs = np.linspace(-1.0, 2.0, 12)
+    for u, v in zip(run(again, A.data, rhs)[2], run(loops_of(first), A.data, rhs)[2]):
+        np.testing.assert_array_equal(u, v)
+    natural = analyse(full_block(A), A.data, orderings=("NATURAL",))
+    assert not np.array_equal(natural[0].col_perm, first[0].col_perm)
+    assert len(built) == 2
+
+
 def test_object_code_is_cached_on_disk(monkeypatch, tmp_path):
     """A second process would load the machine code instead of compiling: the object file is
     written, and an engine built from it (memory cache cleared) gives the same results."""

@@ -24,8 +24,11 @@ functions through their addresses (:func:`kinedyn._llvm.call`).
 """
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
+from .. import _llvm
 from .._llvm import HEADER, Function, compile_or_warn
 
 LIMIT = 12000  # largest pattern work (updates + L\U entries) that gets generated code
@@ -118,11 +121,34 @@ def module_ir(solver) -> str:
                       _solve_ir(solver, "solve_pair", 2)])
 
 
+# structure_key -> (code, the table of engines that holds its machine code: _llvm._ENGINES,
+# which the tests replace to stand for a new process; an entry of another table is stale)
+_CODES: dict = {}
+
+
+def structure_key(solver) -> bytes:
+    """What :func:`module_ir` reads of a solver - its order, fill pattern and the map of the
+    matrix's values into it - as one digest."""
+    h = hashlib.sha256(str(solver.n).encode())
+    for a in (solver.lu_indptr, solver.lu_indices, solver.lu_diag, solver.source, solver.target,
+              solver.target_row, solver.row_perm, solver.col_perm):
+        h.update(np.ascontiguousarray(a, np.int64).tobytes())
+    return h.digest()
+
+
 def compile_solver(solver) -> np.ndarray:
     """The solver's ``code``: addresses ``[factorize, solve, solve_pair, 0, 0]`` of its generated
     functions (int64), or :data:`NO_CODE` (zeros: use the loops) when LLVM refuses the IR.
     Whether a pattern gets code at all (its work against ``LIMIT``, the
-    ``KINEDYN_SPARSE_CODEGEN`` switch) is decided by :func:`.sparse.with_code`."""
-    addresses = compile_or_warn(module_ir(solver), ("factorize", "solve", "solve_pair"), "lu",
-                                f"sparse LU of a {solver.n} x {solver.n} pattern")
-    return NO_CODE if addresses is None else np.concatenate([addresses, [0, 0]])
+    ``KINEDYN_SPARSE_CODEGEN`` switch) is decided by :func:`.sparse.with_code`. Kept per
+    structure for the process: a run that re-analyses its pivot order often comes back to the
+    same orders (the four-bar: 800 re-analyses in 20 000 steps), and building the IR again
+    took most of a re-analysis."""
+    key = structure_key(solver)
+    code, engines = _CODES.get(key, (None, None))
+    if engines is not _llvm._ENGINES:
+        addresses = compile_or_warn(module_ir(solver), ("factorize", "solve", "solve_pair"),
+                                    "lu", f"sparse LU of a {solver.n} x {solver.n} pattern")
+        code = NO_CODE if addresses is None else np.concatenate([addresses, [0, 0]])
+        _CODES[key] = code, _llvm._ENGINES
+    return code.copy()  # callers may write offsets into it (block_diagonal)
