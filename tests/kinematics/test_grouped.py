@@ -43,6 +43,9 @@ def test_one_run_kernel_for_every_number_of_groups():
         kin = Kinematics(get(name).compile(), strategy="groups", solver="sparse")
         kin.simulate(0.05, 0.01)
     converged = [sig for sig in grouped._run_units.signatures if sig[4] is not types.none]
+    if not converged:  # nothing to count, rather than a pass that checked nothing
+        pytest.skip("the entry kernels came from the disk cache with the inner kernel linked "
+                    "in: checked on a cold cache (as in CI)")
     solvers = [sig[2].types[0] for sig in converged]  # the units' solver table
     assert len(set(solvers)) == len(solvers)  # one kernel per solver kind, not per model
     assert not any(isinstance(t, types.UniTuple) for sig in converged for t in sig)
