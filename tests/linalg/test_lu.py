@@ -74,6 +74,35 @@ def test_sparse_asks_for_reanalysis_when_the_pivot_order_degrades():
     np.testing.assert_allclose(np.array([[1e-14, 1.0], [1.0, 3.0]]) @ x, np.ones(2), atol=1e-12)
 
 
+def test_pivot_orders_come_back_to_an_earlier_order_that_holds():
+    """A crank's block [[c, s], [s, -c]] (c, s: cosine and sine of its angle) over two turns:
+    every entry vanishes twice a turn, so each static order degrades there. After the first
+    two analyses every re-analysis takes the earlier order again (its multipliers are within
+    10 there), never the one that has just degraded, and it solves exactly."""
+    block = full_block(sps.csr_matrix(np.ones((2, 2))))
+    turn = lambda a: np.array([np.cos(a), np.sin(a), np.sin(a), -np.cos(a)])  # noqa: E731
+    orders = sparse.PivotOrders()
+    current = orders.analyse(block, turn(0.0))
+    failures = 0
+    for a in np.arange(1, 65) * np.pi / 16:  # exactly on the zeros of c and s
+        rhs = np.array([1.0, -2.0])
+        x = rhs.copy()
+        if factor_solve(*current, turn(a), x) == REPIVOT:
+            failures += 1
+            new = orders.analyse(block, turn(a))
+            assert new[0] is not current[0]
+            current = new
+            x = rhs.copy()
+            assert factor_solve(*current, turn(a), x) == 0
+        np.testing.assert_allclose(turn(a).reshape(2, 2) @ x, rhs, atol=1e-14)
+    assert failures == 8  # at every multiple of pi / 2
+    assert orders.analyses == 2 and orders.reused == failures - 1 and orders.last_reused
+    # another block's orders are not taken for it
+    other = full_block(sps.csr_matrix(np.array([[1.0, 1.0], [0.0, 1.0]])))
+    orders.analyse(other, np.array([1.0, 2.0, 3.0]))
+    assert orders.analyses == 3 and not orders.last_reused
+
+
 def test_dense_reports_singular_matrix():
     A = sps.csr_matrix(np.array([[1.0, 2.0], [2.0, 4.0 + 1e-14]]))
     solver, work = dense_lu(full_block(A))

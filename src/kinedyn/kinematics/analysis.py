@@ -21,7 +21,7 @@ from scipy.sparse.csgraph import structural_rank
 from ..errors import (AccuracyWarning, AssemblyError, ConvergenceError, ModelError,
                       SingularConfigurationError, UnknownNameError)
 from ..linalg.dense import dense_lu
-from ..linalg.sparse import analyse_keeping_order
+from ..linalg.sparse import PivotOrders
 from ..linalg.subsystem import extract
 from ..model.compiled import CompiledModel
 from . import kernels as K
@@ -105,7 +105,7 @@ class Kinematics:
         self.model = self.f.model
         self.tuning = None
         self.engine = None
-        self._ordering = None  # sparse global: the column order, chosen once
+        self.pivot_orders = PivotOrders()  # sparse global: the orders analysed so far
         self.tol = float(tol)
         self.max_iter = int(max_iter)
         self.fixed = bool(fixed_iterations)
@@ -182,6 +182,7 @@ class Kinematics:
         self.rows, self.redundant = independent_rows(J)
         self.plan = K.make_plan(self.f, self.rows, np.arange(self.f.n_q))
         self.pw = K.make_plan_work(self.plan, self.nnz)
+        self.block = None  # their square system, extracted when a global solver needs it
         return J
 
     def _make_engine(self) -> None:
@@ -192,16 +193,22 @@ class Kinematics:
                 self.engine.close()
             self.engine = GroupEngine(self, self.solver_name, self.threads[0])
 
-    def _recover(self, q, t) -> None:
+    def _recover(self, q, t, reuse: bool = True) -> None:
         """After a singular factorisation: choose the independent rows again where the
         mechanism is now (a redundant set of constraints is redundant only up to a point: a
         parallelogram's third bar is what keeps it assembled through the collinear
-        position), and re-analyse the sparse pivot order."""
+        position), and re-analyse the sparse pivot order - taking one analysed before where
+        it holds, if ``reuse`` (:class:`~kinedyn.linalg.sparse.PivotOrders`)."""
         if len(self.redundant):
             self._select_rows(q, t)
             self._make_engine()
             self.reselections += 1
-        self._build_solver(q, t)
+        self._build_solver(q, t, reuse)
+
+    def _orders_reused(self) -> bool:
+        """Whether the last sparse (re-)analysis took earlier pivot orders only (no SuperLU)."""
+        orders = [self.pivot_orders] if self.engine is None else self.engine.pivot_orders
+        return self.solver_name == "sparse" and all(o.last_reused for o in orders)
 
     def _recoverable(self, st) -> bool:
         return st in (K.REPIVOT, K.SINGULAR) and (self.solver_name == "sparse"
@@ -214,20 +221,21 @@ class Kinematics:
     def jacobian(self, q, t=0.0) -> sps.csr_matrix:
         return constraint_jacobian(self.f, q, t, self.work)
 
-    def _build_solver(self, q, t):
+    def _build_solver(self, q, t, reuse: bool = True):
         if self.engine is not None:
-            self.engine.build(q, t)
+            self.engine.build(q, t, reuse)
             return
-        block = extract(self.data.jac_indptr, self.data.jac_indices, self.plan.rows, self.plan.cols)
-        self.block = block
+        if self.block is None:
+            self.block = extract(self.data.jac_indptr, self.data.jac_indices, self.plan.rows,
+                                 self.plan.cols)
+        block = self.block
         if self.solver_name == "dense":
             self.solver, self.swork = dense_lu(block)
         else:
             values = np.zeros(self.nnz)
             _eval_phi_q(self.data, self.work, q, float(t), self.all_rows, values)
-            try:  # the cheapest column order, chosen once (kept when re-analysed)
-                self._ordering, (self.solver, self.swork) = analyse_keeping_order(
-                    block, values, self._ordering)
+            try:  # an earlier order that holds here, else a new analysis
+                self.solver, self.swork = self.pivot_orders.analyse(block, values, reuse)
             except RuntimeError:  # SuperLU: "Factor is exactly singular"
                 self._raise(K.SINGULAR, q, t, float(np.abs(self.phi(q, t)).max()))
 
@@ -313,7 +321,7 @@ class Kinematics:
         qd, qdd = np.zeros(nq), np.zeros(nq)
         chunk = max(1, n // 100) if progress else n
         start, last_failure = 0, -1
-        self.reanalyses = 0
+        self.reanalyses = self.orders_reused = 0
         workers = None  # outer threads: each worker's CPU seconds, summed over the runs
         wall, cpu, proc = _time.perf_counter(), _time.thread_time(), _time.process_time()
         while start < n:
@@ -327,16 +335,21 @@ class Kinematics:
             if st != K.OK:
                 # a degraded static pivot order (or redundant rows that stopped being
                 # redundant): recover at the last converged state and retry the step;
-                # failing twice at the same step means a true singularity
+                # failing twice at the same step means a true singularity. An order that
+                # did not hold for one step (failing again at the next one) says the
+                # configuration is near singular: whether that shows as a vanishing static
+                # pivot depends on the order, so it is analysed afresh, not taken again
                 if self._recoverable(st) and k != last_failure:
+                    reuse = k > last_failure + 1
                     last_failure = k
                     if k > 0:
                         q[:], qd[:], qdd[:] = out_q[k - 1], out_qd[k - 1], out_qdd[k - 1]
                         h = times[k] - times[k - 1]  # rows independent where the step starts
-                        self._recover(q + h * qd + 0.5 * h * h * qdd, times[k])
+                        self._recover(q + h * qd + 0.5 * h * h * qdd, times[k], reuse)
                     else:
-                        self._recover(q, times[0])
+                        self._recover(q, times[0], reuse)
                     self.reanalyses += 1
+                    self.orders_reused += self._orders_reused()
                     start = k
                     continue
                 if self.engine is not None:

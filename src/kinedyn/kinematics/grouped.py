@@ -32,7 +32,7 @@ from .._unmanaged import unmanaged
 from ..errors import SingularConfigurationError, SolverError
 from ..formulations import protocol
 from ..linalg.dense import dense_lu
-from ..linalg.sparse import analyse_keeping_order, block_diagonal, with_codes
+from ..linalg.sparse import PivotOrders, block_diagonal, with_codes
 from ..linalg.subsystem import extract
 from ..parallel.team import private_copy
 from . import kernels as K
@@ -60,7 +60,9 @@ class GroupEngine:
         self.level_groups = [tuple(sorted(level)) for level in gs.levels]
         self._units = None               # the serial run's (:attr:`units`), made on first use
         self.solvers = self.sworks = None  # the groups' (:meth:`build`)
-        self.orderings = [None] * len(gs.groups)  # sparse: each group's column order
+        # sparse: each group's orders analysed so far (code is added for the whole engine)
+        # and each one's scratch in memory of its own (threads factorise groups side by side)
+        self.pivot_orders = [PivotOrders(codegen=False, own=private_copy) for _ in gs.groups]
         self.runner = None
         if outer > 1:
             from .threads import ThreadedRunner
@@ -128,7 +130,9 @@ class GroupEngine:
             return
         parts = [block_diagonal((solvers[m], sworks[m]) for m in w.members) for w in units.works]
         units.solvers = tuple(s for s, _ in parts)
-        units.sworks = tuple(private_copy(w) for _, w in parts)
+        # a unit of one group has that group's scratch, which is its own already (build)
+        units.sworks = tuple(private_copy(sw) if len(w.members) > 1 else sw
+                             for (_, sw), w in zip(parts, units.works))
 
     def close(self):
         """Stop the worker threads (if any)."""
@@ -141,8 +145,9 @@ class GroupEngine:
         more = len(self.groups[g].bodies) - 4
         return f"structural group G{g} ({bodies}{f' +{more}' if more > 0 else ''})"
 
-    def build(self, q, t):
-        """(Re-)analyse every group's linear solver at configuration ``q``."""
+    def build(self, q, t, reuse: bool = True):
+        """(Re-)analyse every group's linear solver at configuration ``q``, taking pivot orders
+        analysed before where they hold there if ``reuse`` (:class:`.sparse.PivotOrders`)."""
         kin = self.kin
         solvers, sworks = [], []
         values = np.zeros(kin.nnz)
@@ -151,14 +156,14 @@ class GroupEngine:
         for g, block in enumerate(self.blocks):
             if self.solver_name == "dense":
                 s, w = dense_lu(block)
+                w = private_copy(w)  # threads factorise groups side by side
             else:
-                try:  # each group's cheapest column order, chosen once (kept when re-analysed)
-                    self.orderings[g], (s, w) = analyse_keeping_order(
-                        block, values, self.orderings[g], codegen=False)
+                try:  # an earlier order that holds here, else a new analysis
+                    s, w = self.pivot_orders[g].analyse(block, values, reuse)
                 except RuntimeError:  # SuperLU: "Factor is exactly singular"
                     self.fail(K.SINGULAR, q, t, g)
             solvers.append(s)
-            sworks.append(private_copy(w))  # threads factorise groups side by side
+            sworks.append(w)
         if self.solver_name == "sparse":  # generated code while the groups' code stays small
             solvers = with_codes(solvers, self.outer)
         self.solvers, self.sworks = tuple(solvers), tuple(sworks)

@@ -82,6 +82,8 @@ class KinematicResults(Results):
             "tolerance": analysis.tol, "max_iterations": analysis.max_iter,
             "fixed_iterations": analysis.fixed,
             "sparse_reanalyses": getattr(analysis, "reanalyses", 0),
+            # ... of which took pivot orders this analysis had used before, without SuperLU
+            "sparse_orders_reused": getattr(analysis, "orders_reused", 0),
             "iterations": {"mean": float(iterations.mean()), "max": int(iterations.max())},
             "wall_time_s": wall, "us_per_step": wall / n * 1e6,
             # CPU time of the simulating thread: what the steps cost on a busy machine
