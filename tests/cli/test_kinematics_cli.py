@@ -37,6 +37,19 @@ def test_run_writes_results_summary_and_plots(tmp_path, capsys):
     assert "us/step" in capsys.readouterr().out
 
 
+def test_sparse_reanalyses_are_reported(tmp_path, capsys):
+    """The crank's turns make the sparse pivot order degrade; the run says how often and how
+    many of those re-analyses took an earlier order, in its output and its summary."""
+    out = tmp_path / "fb"
+    assert main(["kinematics", "four-bar-driven", "--t-end", "3", "--dt", "0.01", "--out",
+                 str(out), "--no-progress"]) == 0
+    s = json.loads((out / "summary.json").read_text())
+    assert s["solver"] == "sparse" and s["sparse_reanalyses"] >= 8
+    assert 0 < s["sparse_orders_reused"] <= s["sparse_reanalyses"]
+    assert (f"re-analysed {s['sparse_reanalyses']} times, {s['sparse_orders_reused']} of them "
+            "with an order analysed before") in capsys.readouterr().out
+
+
 def test_parameter_override_changes_the_motion(tmp_path):
     out = tmp_path / "sc"
     assert main(["kinematics", "slider-crank-driven", "--t-end", "0.2", "--dt", "0.01", "-p",

@@ -125,6 +125,9 @@ def run(args) -> int:
           f"Newton iterations mean {s['iterations']['mean']:.2f} max {s['iterations']['max']}")
     print(f"max residuals: position {r['position']:.2e}, velocity {r['velocity']:.2e}, "
           f"acceleration {r['acceleration']:.2e}")
+    if s["sparse_reanalyses"]:  # each a return to Python: a visible cost in short steps
+        print(f"sparse pivot order re-analysed {s['sparse_reanalyses']} times, "
+              f"{s['sparse_orders_reused']} of them with an order analysed before")
     print("written: " + ", ".join(str(f) for f in files))
     return 0
 
