@@ -133,7 +133,8 @@ def test_a_unit_keeps_its_groups_own_iterations(solver):
         cols = e.plans[g].cols
         n, q = len(res.time), kin.q_assembled.copy()
         outs = K.outputs(n, len(q))
-        pw = K.PlanWork(np.zeros(len(cols)), np.zeros(len(cols)), np.zeros(kin.nnz))
+        pw = K.PlanWork(np.zeros(len(cols)), np.zeros(len(cols)), np.zeros(kin.nnz),
+                        np.zeros(1))
         st, _ = K.run(kin.data, kin.work, e.solvers[g], private_copy(e.sworks[g]), e.plans[g],
                       pw, res.time, q, np.zeros_like(q), np.zeros_like(q), 0, n, kin.tol,
                       kin.max_iter, False, True, *outs)

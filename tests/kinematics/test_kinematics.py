@@ -190,6 +190,27 @@ def test_singular_configuration_is_diagnosed():
         assert err.value.constraints and "singular" in str(err.value)
 
 
+@pytest.mark.parametrize("strategy", ["global", "groups"])
+@pytest.mark.parametrize("solver", ["dense", "sparse"])
+@pytest.mark.parametrize("dt", [0.003, 7e-4])
+def test_a_singular_configuration_between_two_steps_is_found(strategy, solver, dt):
+    """The parallelogram four-bar's change point (t = 1 s) falls between two steps of these
+    grids: no pivot vanishes and Newton-Raphson converges on either side, but the sign of
+    det Phi_q changes, and the run stops at the first step past it, naming the crank's and
+    the rocker's constraints. The steps before are kept and unchanged."""
+    s = four_bar(ground=0.4, crank=0.1, coupler=0.4, rocker=0.1, crank_angle=math.pi / 2,
+                 speed=math.pi / 2)
+    kin = Kinematics(s.compile(), solver=solver, strategy=strategy)
+    before = kin.simulate(0.99, dt)  # stops short of it: no error
+    with pytest.raises(kd.SingularConfigurationError) as err:
+        kin.simulate(1.5, dt)
+    assert 1.0 < err.value.time <= 1.0 + dt + 1e-12
+    assert "determinant changed sign" in str(err.value)
+    assert any("rocker" in c for c in err.value.constraints)
+    assert any("crank" in c for c in err.value.constraints)
+    assert before.summary["max_residual"]["position"] < 1e-10
+
+
 def test_loss_of_assembly_is_diagnosed():
     s = slider_crank()
     s.add_driver("piston", "joint", joint="slide", function="0.6 + 0.15*t")

@@ -103,6 +103,39 @@ def test_pivot_orders_come_back_to_an_earlier_order_that_holds():
     assert orders.analyses == 3 and not orders.last_reused
 
 
+@nb.njit(cache=True)
+def factor_det_sign(solver, work, values):
+    if protocol.factorize(solver, work, values) != 0:
+        return 0.0
+    return protocol.det_sign(solver, work)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_determinant_sign_is_numpys_whatever_the_pivot_order(seed):
+    """det_sign (the pivots' signs and the permutations' parities) is the sign of NumPy's
+    determinant: dense LU, sparse LU in every column order, and block-diagonal solvers."""
+    A = random_system(30, 0.1, seed)
+    want = np.sign(np.linalg.det(A.toarray()))
+    for order in ORDERINGS:
+        s, w = analyse(full_block(A), A.data, orderings=(order,))
+        assert factor_det_sign(s, w, A.data) == want != 0, order
+    assert factor_det_sign(*dense_lu(full_block(A)), A.data) == want
+    B = random_system(12, 0.2, seed + 10)
+    values = np.concatenate([A.data, B.data])  # B's entries after A's
+    b = full_block(B)
+    b = type(b)(b.rows, b.cols, b.indptr, b.indices, b.source + A.nnz)
+    s, w = block_diagonal([analyse(full_block(A), values), analyse(b, values)])
+    both = np.linalg.det(sps.block_diag([A, B]).toarray())
+    assert factor_det_sign(s, w, values) == np.sign(both) != 0
+
+
+def test_permutation_sign():
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 5, 17):
+        p = rng.permutation(n)
+        assert sparse.permutation_sign(p) == np.linalg.det(np.eye(n)[p])
+
+
 def test_dense_reports_singular_matrix():
     A = sps.csr_matrix(np.array([[1.0, 2.0], [2.0, 4.0 + 1e-14]]))
     solver, work = dense_lu(full_block(A))

@@ -125,6 +125,13 @@ factorisation. A solver that does both in one pass implements it and adds its cl
 
 FUSED_SOLVE_PAIR: set = set()
 
+det_sign = _stub("det_sign")
+"""det_sign(solver, work) -> float: the sign, +1.0 or -1.0, of the determinant of the matrix
+last factorised, in the caller's numbering of its rows and columns (the pivots' signs times
+the permutations' parities, so the same whatever the pivot order). A matrix that depends
+continuously on a run's state changes it only by passing through a singular matrix
+(:func:`kinedyn.kinematics.kernels.watch_singular`)."""
+
 
 def _no_post(system, work, y, t):
     return 0

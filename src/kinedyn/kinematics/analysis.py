@@ -211,6 +211,8 @@ class Kinematics:
         return self.solver_name == "sparse" and all(o.last_reused for o in orders)
 
     def _recoverable(self, st) -> bool:
+        if st == K.PASSED:  # only other rows have another determinant
+            return len(self.redundant) > 0
         return st in (K.REPIVOT, K.SINGULAR) and (self.solver_name == "sparse"
                                                   or len(self.redundant) > 0)
 
@@ -273,6 +275,12 @@ class Kinematics:
         """
         names = self.f.constraint_names
         J = self.jacobian(q, t).toarray()[self.rows]
+        if st == K.PASSED:  # q is past the singular configuration (kernels.watch_singular)
+            raise SingularConfigurationError(
+                "the constraint Jacobian's determinant changed sign since the step before: "
+                "the mechanism went through a singular configuration (a dead centre or a "
+                "bifurcation, where the drivers do not fix its motion) between the two steps",
+                time=t, constraints=[names[r] for r in self.rows[singular_rows(J)]])
         scaled = J / np.maximum(np.abs(J).max(axis=1, keepdims=True), 1e-300)
         sv = np.linalg.svd(scaled, compute_uv=False)
         rank_lost = sv[-1] < 1e-8 * sv[0]

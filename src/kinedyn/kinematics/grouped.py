@@ -54,8 +54,8 @@ class GroupEngine:
         ptr, ind = kin.data.jac_indptr, kin.data.jac_indices
         self.values = np.zeros(kin.nnz)  # shared: each group writes its own rows only
         self.plans = tuple(K.make_plan(f, g.equations, g.unknowns) for g in gs.groups)
-        self.pws = tuple(K.PlanWork(np.zeros(g.size), np.zeros(g.size), self.values)
-                         for g in gs.groups)
+        self.pws = tuple(K.PlanWork(np.zeros(g.size), np.zeros(g.size), self.values,
+                                    np.zeros(1)) for g in gs.groups)
         self.blocks = tuple(extract(ptr, ind, g.equations, g.unknowns) for g in gs.groups)
         self.level_groups = [tuple(sorted(level)) for level in gs.levels]
         self._units = None               # the serial run's (:attr:`units`), made on first use
@@ -112,7 +112,7 @@ class GroupEngine:
             rows = [r for g in u for r in self.groups[g].equations]
             cols = [c for g in u for c in self.groups[g].unknowns]
             plans.append(self.plans[u[0]] if len(u) == 1 else K.make_plan(self.kin.f, rows, cols))
-            pws.append(K.PlanWork(zeros(len(rows)), zeros(len(rows)), vals))
+            pws.append(K.PlanWork(zeros(len(rows)), zeros(len(rows)), vals, zeros(1)))
             bounds = np.cumsum([0] + [self.groups[g].size for g in u])
             works.append(UnitWork(bounds.astype(np.int64), np.array(mine, np.int64),
                                   zeros(len(u)), zeros(len(u), np.uint8),
@@ -326,7 +326,7 @@ def _converged_unit(data, work, solver, swork, plan, pw, uw, groups, q, qd, t, t
 
 
 @nb.njit(**INLINED)
-def unit_step(data, work, units, groups, u, q, qd, qdd, t, tol, max_iter, track):
+def unit_step(data, work, units, groups, u, q, qd, qdd, t, tol, max_iter, track, first):
     """Positions, velocities and accelerations of unit ``u`` (``units``: :meth:`Units.parts`).
     Without ``groups`` (None) the paper's step (:func:`.kernels.paper_step`: ``max_iter``
     Newton-Raphson iterations of the whole unit, every group doing exactly that many); with the
@@ -335,7 +335,10 @@ def unit_step(data, work, units, groups, u, q, qd, qdd, t, tol, max_iter, track)
     previous step's solution); then the accelerations (eq. 3). Numba prunes the branch that
     ``groups``' type excludes, so each run kernel holds one kind of step. Inlined by LLVM
     (``forceinline``, as are the kernels it calls) into its callers, so the tuples are never
-    copied into a call frame; only unit ``u``'s members are picked out, once."""
+    copied into a call frame; only unit ``u``'s members are picked out, once. Each unit
+    watches the sign of its own determinant in converged steps (:func:`.kernels.
+    watch_singular`; ``first``: a new trajectory): the global Jacobian's is the product of the
+    units' (block triangular)."""
     solver, swork, plan, pw = units[0][u], units[1][u], units[2][u], units[3][u]
     units[4][u].failed[0] = -1
     if groups is None:
@@ -345,6 +348,8 @@ def unit_step(data, work, units, groups, u, q, qd, qdd, t, tol, max_iter, track)
                                       q, qd, t, tol, max_iter, track)
     if st == K.OK:
         K.acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t)
+        if groups is not None:  # converged steps only (see watch_singular)
+            st = K.watch_singular(solver, swork, pw, first)
     return st, it, err
 
 
@@ -426,7 +431,7 @@ def _run_units(data_, work_, units, n_units, groups, times_, q_, qd_, qdd_, star
         it_max, err_max = 0, 0.0
         for u in range(n_units):
             st, it, err = unit_step(data, work, units, groups, u, q, qd, qdd, t, tol, max_iter,
-                                    track)
+                                    track, k == 0)
             if st != K.OK:
                 return st, k, u
             it_max = max(it_max, it)

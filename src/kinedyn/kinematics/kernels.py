@@ -30,6 +30,7 @@ from ..formulations import protocol
 from .coupling import compile_coupling
 
 OK, SINGULAR, REPIVOT, NO_CONVERGENCE, LOST = 0, 1, 2, 3, 4
+PASSED = 5  # det Phi_q changed sign since the step before: a singular configuration passed
 DIVERGENCE = 1e3  # residual growth factor that means loss of assembly
 CHORD_RATE = 0.25  # chord iterations continue while each cuts the residual at least this much
 # the per-step problems are inlined by LLVM into the loops that call them (a run, a structural
@@ -52,6 +53,7 @@ class PlanWork(NamedTuple):
     phi: np.ndarray     # (n,)
     rhs: np.ndarray     # (n,)
     values: np.ndarray  # full Jacobian values (nnz,)
+    det_sign: np.ndarray  # (1,) sign of det Phi_q at the last step (:func:`watch_singular`)
 
 
 def make_plan(f, rows, cols) -> Plan:
@@ -78,7 +80,7 @@ def make_plan(f, rows, cols) -> Plan:
 
 def make_plan_work(plan: Plan, nnz: int) -> PlanWork:
     n = len(plan.rows)
-    return PlanWork(np.zeros(n), np.zeros(n), np.zeros(nnz))
+    return PlanWork(np.zeros(n), np.zeros(n), np.zeros(nnz), np.zeros(1))
 
 
 def outputs(n_rows: int, n: int) -> tuple:
@@ -291,6 +293,31 @@ def paper_step(data, work, solver, swork, plan, pw, q, qd, t, tol, n_iter):
 
 
 @nb.njit(**_STEP)
+def watch_singular(solver, swork, pw, first):
+    """PASSED if the sign of det Phi_q (of the plan's rows and columns, factorised at this
+    step's solution) differs from the step before's, else OK; ``first``: a new trajectory, no
+    step before. The determinant is continuous along a trajectory, so a change of sign means
+    that it vanished in between: the mechanism went through a singular configuration (a dead
+    centre or a bifurcation, where the drivers no longer fix its motion) between two steps.
+    Without this watch such a passage shows only if a step falls near enough to it for a
+    pivot to vanish or Newton-Raphson to fail, so it depends on the time grid (the
+    parallelogram four-bar's change point was found at dt = 0.01, where a step hits it
+    exactly, and not at dt = 0.003; docs/kinematics.md, "Diagnoses"). The sign does not depend
+    on the pivot order (:func:`kinedyn.formulations.protocol.det_sign`), so a re-analysis
+    keeps the reference; rows chosen again (redundant constraints) come with a new plan work,
+    whose reference is 0 (none). Converged steps only: the paper's step (a fixed number of
+    iterations) may leave the constraints far from satisfied (:class:`~kinedyn.errors.
+    AccuracyWarning`), where the sign at its iterate says nothing about the mechanism (the
+    Stewart platform at dt = 0.25 with one iteration changed it without any singular
+    configuration)."""
+    sign = protocol.det_sign(solver, swork)
+    if first or pw.det_sign[0] == 0.0:
+        pw.det_sign[0] = sign
+        return OK
+    return OK if sign == pw.det_sign[0] else PASSED
+
+
+@nb.njit(**_STEP)
 def predict(times, k, q, qd, qdd, out_qdd):
     """Tracking prediction of q at step ``k`` from step ``k - 1``: third-order Taylor
     extrapolation, the jerk from the accelerations of the last two steps (read back from
@@ -345,6 +372,8 @@ def run(data_, work_, solver_, swork_, plan_, pw_, times_, q_, qd_, qdd_, start,
                 velocity(data, work, solver, swork, plan, pw, q, qd, t)
         if st == OK:
             acceleration(data, work, solver, swork, plan, pw, q, qd, qdd, t)
+            if not fixed:
+                st = watch_singular(solver, swork, pw, k == 0)
         if st != OK:
             return st, k
         out_q[k] = q

@@ -134,7 +134,7 @@ def _run_worker(data_, works, units, unit_ptr_, groups, n_levels, w, n_workers, 
                 if extrapolate:
                     predict(times, k, cols, q, qd, qdd, qdd_old)
                 st, it, err = unit_step(data, work, units, groups, u, q, qd, qdd, t, tol,
-                                        max_iter, track)
+                                        max_iter, track, k == 0)
                 if st != K.OK:
                     status[w, 0] = st
                     status[w, 1] = k
@@ -305,7 +305,8 @@ class ThreadedRunner:
         values = [private_zeros(len(engine.values)) for _ in range(n)]
         self.plans = tuple(engine.plans[g] for g in self.instances)
         self.pws = tuple(K.PlanWork(private_zeros(len(engine.pws[g].phi)),
-                                    private_zeros(len(engine.pws[g].rhs)), values[w])
+                                    private_zeros(len(engine.pws[g].rhs)), values[w],
+                                    private_zeros(1))
                          for g, w in zip(self.instances, self.instance_worker))
         self.solvers = self.sworks = None
         self._built_from = None

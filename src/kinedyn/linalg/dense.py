@@ -94,3 +94,20 @@ def _ov_factorize(solver, work, values):
 def _ov_solve(solver, work, rhs):
     if protocol.is_type(solver, DenseLU):
         return lambda solver, work, rhs: dense_solve(solver, work, rhs)
+
+
+@nb.njit(cache=True, nogil=True)
+def _det_sign_w(n, a, ipiv):
+    sign = 1.0
+    for k in range(n):  # dgetrf's pivots and its row interchanges (1-based ipiv)
+        if a[k * n + k] < 0.0:
+            sign = -sign
+        if ipiv[k] != k + 1:
+            sign = -sign
+    return sign
+
+
+@overload_inlined(protocol.det_sign, jit_options=protocol.JIT)
+def _ov_det_sign(solver, work):
+    if protocol.is_type(solver, DenseLU):
+        return lambda solver, work: _det_sign_w(solver.n, work.a, work.ipiv)

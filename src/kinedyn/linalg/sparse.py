@@ -60,6 +60,7 @@ class SparseLU(NamedTuple):
     pivot_tol: float
     growth_limit: float
     code: np.ndarray = NO_CODE  # generated code (:mod:`.lu_codegen`, per block) or zeros
+    parity: float = 1.0    # det(Pr) det(Pc): det A = parity * the product of the pivots
 
 
 class SparseLUWork(NamedTuple):
@@ -285,7 +286,8 @@ def _analyse_order(block, sample_values, pivot_tol, diag_pivot_thresh, growth_li
     ix = lambda a: np.asarray(a).astype(INDEX)  # noqa: E731
     solver = SparseLU(n, ix(block.source), ix(target), ix(indptr), ix(indices), ix(diag),
                       ix(row_perm), ix(col_perm), ix(inv_row[local_rows]), ix(fill_pos),
-                      ix(update), float(pivot_tol), float(growth_limit))
+                      ix(update), float(pivot_tol), float(growth_limit),
+                      parity=permutation_sign(row_perm) * permutation_sign(col_perm))
     work = SparseLUWork(np.zeros(len(indices)), np.zeros(n), np.zeros(n), np.zeros(n),
                         np.zeros(n))
     return solver, work
@@ -373,7 +375,8 @@ def block_diagonal(parts) -> tuple[SparseLU, SparseLUWork]:
     ix = lambda a: np.asarray(a).astype(INDEX)  # noqa: E731
     solver = SparseLU(n, ix(source), ix(target), ix(indptr), ix(np.concatenate(indices)),
                       ix(diag), ix(row_perm), ix(col_perm), ix(target_row), ix(np.sort(fill_pos)),
-                      ix(np.concatenate(update)), pivot_tol, growth_limit)
+                      ix(np.concatenate(update)), pivot_tol, growth_limit,
+                      parity=permutation_sign(row_perm) * permutation_sign(col_perm))
     if by_blocks:  # each block's code on its L\U entries and rows, which now follow each other
         code = []
         for k, (s, _) in enumerate(parts):
@@ -395,6 +398,22 @@ def _update_starts(s: SparseLU) -> np.ndarray:
     u_len = ptr[1:] - dg - 1  # entries of U's row k right of the diagonal
     per_row = [int(u_len[ind[ptr[j]:dg[j]]].sum()) for j in range(s.n)]
     return np.concatenate([[0], np.cumsum(per_row)]).astype(np.int64)
+
+
+def permutation_sign(perm) -> float:
+    """The sign of permutation ``perm`` (its determinant): -1.0 for an odd number of
+    transpositions, +1.0 for an even one (a cycle of length L is L - 1 transpositions)."""
+    perm = np.asarray(perm, np.int64)
+    seen = np.zeros(len(perm), bool)
+    odd = 0
+    for start in range(len(perm)):
+        j, length = start, 0
+        while not seen[j]:
+            seen[j] = True
+            j = perm[j]
+            length += 1
+        odd ^= max(length - 1, 0) & 1
+    return -1.0 if odd else 1.0
 
 
 def fill(solver: SparseLU) -> int:
@@ -578,6 +597,21 @@ def _ov_solve_pair(solver, work, a, b):
         if _contiguous(a, b):
             return lambda solver, work, a, b: coded_solve_pair(solver, work, a, b)
         return lambda solver, work, a, b: sparse_solve_pair(solver, work, a, b)
+
+
+@nb.njit(cache=True, nogil=True)
+def _det_sign_w(parity, inv_diag):
+    sign = parity
+    for i in range(inv_diag.shape[0]):
+        if inv_diag[i] < 0.0:
+            sign = -sign
+    return sign
+
+
+@overload_inlined(protocol.det_sign, jit_options=protocol.JIT)
+def _ov_det_sign(solver, work):
+    if protocol.is_type(solver, SparseLU):
+        return lambda solver, work: _det_sign_w(solver.parity, work.inv_diag)
 
 
 @overload_inlined(protocol.solve, jit_options=protocol.JIT)
