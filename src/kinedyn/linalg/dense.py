@@ -6,7 +6,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from .._jit import overload_inlined
+from .._jit import INLINED, overload_inlined
 from ..formulations import protocol
 from .lapack import dgetrf, dgetrs
 from .subsystem import Block
@@ -96,15 +96,12 @@ def _ov_solve(solver, work, rhs):
         return lambda solver, work, rhs: dense_solve(solver, work, rhs)
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(**INLINED)  # into each run kernel's step: a call costs as much as the loop
 def _det_sign_w(n, a, ipiv):
-    sign = 1.0
+    negative = 0  # counted without a branch (see sparse._det_sign_w)
     for k in range(n):  # dgetrf's pivots and its row interchanges (1-based ipiv)
-        if a[k * n + k] < 0.0:
-            sign = -sign
-        if ipiv[k] != k + 1:
-            sign = -sign
-    return sign
+        negative += (a[k * n + k] < 0.0) + (ipiv[k] != k + 1)
+    return -1.0 if negative & 1 else 1.0
 
 
 @overload_inlined(protocol.det_sign, jit_options=protocol.JIT)
