@@ -265,8 +265,9 @@ class Kinematics:
                 self.engine.fail(st, q, t, group)
             self._raise(st, q, t, float(np.abs(self.phi(q, t)[self.rows]).max()))
 
-    def _raise(self, st, q, t, err):
-        """Turn a failed solve into the right error, naming constraints and time.
+    def _raise(self, st, q, t, err, before=None):
+        """Turn a failed solve into the right error, naming constraints and time (``before``:
+        the time of the step before, where there was one).
 
         The Jacobian's smallest singular value tells a singular configuration (rank lost); a
         least-squares solve from the failed iterate tells whether the constraints can still be
@@ -277,9 +278,10 @@ class Kinematics:
         J = self.jacobian(q, t).toarray()[self.rows]
         if st == K.PASSED:  # q is past the singular configuration (kernels.watch_singular)
             raise SingularConfigurationError(
-                "the constraint Jacobian's determinant changed sign since the step before: "
-                "the mechanism went through a singular configuration (a dead centre or a "
-                "bifurcation, where the drivers do not fix its motion) between the two steps",
+                "the constraint Jacobian's determinant changed sign since the step before"
+                f"{'' if before is None else f' (t = {before:g} s)'}: the mechanism went "
+                "through a singular configuration (a dead centre or a bifurcation, where the "
+                "drivers do not fix its motion) between the two steps",
                 time=t, constraints=[names[r] for r in self.rows[singular_rows(J)]])
         scaled = J / np.maximum(np.abs(J).max(axis=1, keepdims=True), 1e-300)
         sv = np.linalg.svd(scaled, compute_uv=False)
@@ -360,9 +362,10 @@ class Kinematics:
                     self.orders_reused += self._orders_reused()
                     start = k
                     continue
+                before = times[k - 1] if k > 0 else None
                 if self.engine is not None:
-                    self.engine.fail(st, q, times[k], group)
-                self._raise(st, q, times[k], float(np.abs(self.phi(q, times[k])).max()))
+                    self.engine.fail(st, q, times[k], group, before)
+                self._raise(st, q, times[k], float(np.abs(self.phi(q, times[k])).max()), before)
             start = stop
             if progress:
                 progress(start, n)

@@ -199,8 +199,9 @@ class GroupEngine:
         phi = np.abs(self.kin.phi(q, t))
         return max(groups, key=lambda g: phi[list(self.groups[g].equations)].max())
 
-    def fail(self, st, q, t, g):
-        """Raise the error of a failed group, naming the group and its worst constraints."""
+    def fail(self, st, q, t, g, before=None):
+        """Raise the error of a failed group, naming the group and its worst constraints
+        (``before``: the time of the step before, see :meth:`.analysis.Kinematics._raise`)."""
         kin, grp = self.kin, self.groups[g]
         names = kin.f.constraint_names
         rows = np.array(grp.equations, np.int64)
@@ -209,7 +210,7 @@ class GroupEngine:
         err = float(np.abs(phi).max()) if len(phi) else 0.0
         others: list[str] = []
         try:
-            kin._raise(st, q, t, err)
+            kin._raise(st, q, t, err, before)
         except SolverError as e:
             cls, detail, others = type(e), e.detail, e.constraints
         else:  # the whole system looks fine: the group's own block is singular
