@@ -10,6 +10,9 @@ from ._numba_cache import configure as _configure_numba_cache
 _configure_numba_cache()
 
 from . import _jit  # noqa: E402,F401  (Numba's fixes, installed before anything compiles)
+from ._compile_gc import install as _pause_collector_while_compiling  # noqa: E402
+
+_pause_collector_while_compiling()
 
 from .errors import (AssemblyError, ConvergenceError, KinedynError,  # noqa: E402
                      ModelError, SingularConfigurationError, SolverError, UnknownNameError)
