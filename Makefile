@@ -11,6 +11,8 @@ $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[peers]" || echo "note: the optional peers" \
+	  "(MuJoCo, Pinocchio, Exudyn) did not install: kinedyn bench peers and their tests skip them"
 	touch $(STAMP)
 
 venv: $(STAMP)

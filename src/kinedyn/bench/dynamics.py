@@ -9,8 +9,9 @@ solved by the Schur complement of the constant mass matrix (``solver="schur"``, 
 ``augmented`` and ``projection`` are also timed with the sparse LU of the whole KKT matrix
 (``solver="sparse"``, the previous default) so the speed-up is measured in the same run. Both
 the wall time and the CPU time of the stepping thread are reported: on a loaded machine the wall
-time also counts the time other processes held the core. Peers (MuJoCo, Pinocchio, Exudyn) are
-timed only if importable; the issue's anchors are quoted for orientation.
+time also counts the time other processes held the core. The issue's anchors (MuJoCo, Exudyn)
+are quoted for orientation; ``kinedyn bench peers`` (:mod:`.peers`) times the peers that are
+installed side by side with kinedyn.
 """
 from __future__ import annotations
 

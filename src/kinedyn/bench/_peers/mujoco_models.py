@@ -1,0 +1,202 @@
+"""MuJoCo's models of the peer mechanisms (:mod:`kinedyn.bench._peers`), stepped by its own C
+loop (``mujoco.rollout``: one call for the whole run, so no Python per step).
+
+MuJoCo works in joint coordinates (hinges about z, the cart's slide along x): an open chain is
+its native case. A closed loop is a kinematic tree plus an equality constraint (``connect``, a
+ball joint between two bodies' points) that MuJoCo treats as a *soft* constraint: its solver
+finds the constraint force of a spring-damper with time constant ``solref[0]`` (0.02 s by
+default), so the loop opens under load. The four-bar is run with MuJoCo's default and with the
+stiffest setting its documentation advises (time constant 2 ``dt``), and the gap is reported.
+
+Contacts are disabled (no geometry collides here); every body has an explicit inertia, its
+principal axes along the body frame (about z: the planar inertia; about the rod's own axis:
+1e-6 kg m^2, which a hinge about z never excites).
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+
+import numpy as np
+
+from . import G, PeerRun, probe
+
+#: MuJoCo's "implicit" integrators are implicit only in the velocity-dependent forces (none
+#: here): they would be its Euler again, so they are not offered as the implicit counterpart
+INTEGRATORS = {"semi-implicit-euler": "Euler", "rk4": "RK4"}
+_AXIAL = 1e-6  # inertia about a rod's own axis (kg m^2): any small positive value
+
+
+available, version = probe("mujoco")
+
+
+def _option(dt: float, integrator: str) -> str:
+    if integrator not in INTEGRATORS:
+        raise ValueError(f"MuJoCo: unknown integrator {integrator!r}; "
+                         f"choose one of {', '.join(INTEGRATORS)}")
+    return (f'<option timestep="{dt!r}" integrator="{INTEGRATORS[integrator]}" '
+            f'gravity="0 {-G!r} 0"><flag contact="disable"/></option>')
+
+
+def _rod(name: str, length: float, mass: float, angle: float, pos=(0.0, 0.0),
+         along: str = "x", inner: str = "", izz: float | None = None) -> str:
+    """A rod body rotated by ``angle`` about z from its parent, at ``pos`` in the parent's
+    frame, lying along its own +x (or -y: ``along="-y"``), with a hinge about z at its origin;
+    ``inner``: child bodies; ``izz``: inertia about z at the centre (None: uniform, m l^2/12)."""
+    izz = mass * length ** 2 / 12 if izz is None else izz
+    if along == "x":
+        com, inertia = f"{length / 2!r} 0 0", f"{_AXIAL} {izz!r} {izz!r}"
+    else:
+        com, inertia = f"0 {-length / 2!r} 0", f"{izz!r} {_AXIAL} {izz!r}"
+    return (f'<body name="{name}" pos="{pos[0]!r} {pos[1]!r} 0" '
+            f'euler="0 0 {angle!r}"><joint name="{name}" type="hinge" axis="0 0 1"/>'
+            f'<inertial pos="{com}" mass="{mass!r}" diaginertia="{inertia}"/>{inner}</body>')
+
+
+def _compile(xml: str):
+    """Model and data; MuJoCo's refusal (a chain deeper than its tree limit, about 1000
+    bodies) as a ValueError that says so."""
+    import mujoco
+    try:
+        model = mujoco.MjModel.from_xml_string(xml)
+    except ValueError as exc:
+        raise ValueError(f"MuJoCo refuses the model: {exc}".replace("\n", " ")) from None
+    return model, mujoco.MjData(model)
+
+
+def _run(model, data, t_end: float, repeat: int):
+    """Median µs per step of ``repeat`` rollouts from the model's reference state, and the
+    states (nstep x nstate) of the last one."""
+    import mujoco
+    from mujoco import rollout
+    steps = int(round(t_end / model.opt.timestep))
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    mujoco.mj_resetData(model, data)
+    x0 = np.empty(mujoco.mj_stateSize(model, spec))
+    mujoco.mj_getState(model, data, x0, spec)
+    state = np.empty((1, steps, x0.size))
+    sensordata = np.empty((1, steps, max(model.nsensordata, 1)))
+    times = []
+    for _ in range(repeat + 1):  # the first run warms up (thread pool, caches)
+        t0 = time.perf_counter()
+        rollout.rollout(model, data, x0[None], nstep=steps, state=state,
+                        sensordata=sensordata[..., :model.nsensordata])
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times[1:]) / steps * 1e6, x0, state[0]
+
+
+def _samples(model, data, x0, states, every: int):
+    """(t, qpos) at t = 0 and every ``every`` steps."""
+    import mujoco
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    rows = [x0] + [states[k] for k in range(every - 1, len(states), every)]
+    t, qpos = [], []
+    for x in rows:
+        mujoco.mj_setState(model, data, x, spec)
+        t.append(data.time)
+        qpos.append(data.qpos.copy())
+    return np.array(t), np.array(qpos)
+
+
+def double_pendulum(t_end: float, dt: float, integrator: str, repeat: int = 3,
+                    sample_every: int = 10) -> PeerRun:
+    """Two hinged rods, both starting horizontal along +x (hinge angles 0)."""
+    rod2 = _rod("rod2", 1.0, 1.0, 0.0, pos=(1.0, 0.0))
+    xml = (f'<mujoco><compiler angle="radian" inertiafromgeom="false"/>'
+           f'{_option(dt, integrator)}<worldbody>{_rod("rod1", 1.0, 1.0, 0.0, inner=rod2)}'
+           f'</worldbody></mujoco>')
+    model, data = _compile(xml)
+    us, x0, states = _run(model, data, t_end, repeat)
+    t, qpos = _samples(model, data, x0, states, sample_every)
+    theta1 = math.pi / 2 + qpos[:, 0]
+    return PeerRun("MuJoCo", version(), f"hinges, {INTEGRATORS[integrator]}, dt = {dt}", us, t,
+                   {"theta1": theta1, "theta2": theta1 + qpos[:, 1]})
+
+
+def _four_bar_angles():
+    """Crank, coupler and rocker angles from +x at the start (crank vertical, open assembly)."""
+    a, b, c, d = 0.4, 0.1, 0.4, 0.3  # ground, crank, coupler, rocker
+    B = np.array([0.0, b])
+    D = np.array([a, 0.0])
+    # C: intersection of the circles |C - B| = c and |C - D| = d, the upper one
+    e = D - B
+    r = float(np.hypot(*e))
+    x = (c ** 2 - d ** 2 + r ** 2) / (2 * r)
+    h = math.sqrt(c ** 2 - x ** 2)
+    C = B + x * e / r + h * np.array([-e[1], e[0]]) / r
+    if C[1] < 0:
+        C = B + x * e / r - h * np.array([-e[1], e[0]]) / r
+    return math.pi / 2, math.atan2(C[1] - B[1], C[0] - B[0]), math.atan2(C[1], C[0] - a)
+
+
+def four_bar(t_end: float, dt: float, integrator: str, repeat: int = 3, sample_every: int = 10,
+             timeconst: float | None = None) -> PeerRun:
+    """Crank and coupler as a chain from A, the rocker from D, the loop closed at C by a
+    ``connect`` equality; ``timeconst``: its ``solref`` time constant (None: MuJoCo's
+    default, 0.02 s)."""
+    crank, coupler, rocker = _four_bar_angles()
+    inner = _rod("coupler", 0.4, 1.0, coupler - crank, pos=(0.1, 0.0))
+    solref = "" if timeconst is None else f' solref="{timeconst!r} 1"'
+    xml = (f'<mujoco><compiler angle="radian" inertiafromgeom="false"/>'
+           f'{_option(dt, integrator)}<worldbody>{_rod("crank", 0.1, 1.0, crank, inner=inner)}'
+           f'{_rod("rocker", 0.3, 1.0, rocker, pos=(0.4, 0.0))}</worldbody><equality>'
+           f'<connect body1="coupler" body2="rocker" anchor="0.4 0 0"{solref}/></equality>'
+           f'</mujoco>')
+    model, data = _compile(xml)
+    us, x0, states = _run(model, data, t_end, repeat)
+    t, qpos = _samples(model, data, x0, states, sample_every)
+    # the gap from the angles: C by the crank and coupler, C by the rocker
+    a_crank = crank + qpos[:, 0]
+    a_coupler = a_crank + coupler - crank + qpos[:, 1]
+    a_rocker = rocker + qpos[:, 2]
+    c1 = 0.1 * np.stack([np.cos(a_crank), np.sin(a_crank)]) + \
+        0.4 * np.stack([np.cos(a_coupler), np.sin(a_coupler)])
+    c2 = np.array([[0.4], [0.0]]) + 0.3 * np.stack([np.cos(a_rocker), np.sin(a_rocker)])
+    soft = f"default solref (0.02 s)" if timeconst is None else f"solref {timeconst:g} s"
+    return PeerRun("MuJoCo", version(), f"tree + connect equality, {soft}, "
+                   f"{INTEGRATORS[integrator]}, dt = {dt}", us, t,
+                   {"crank": a_crank, "gap": np.hypot(*(c1 - c2))},
+                   notes="soft loop: the connect constraint is a spring-damper")
+
+
+def _cart_pendulum_xml(n: int, dt: float, integrator: str) -> str:
+    """The cart's slide along x, then ``n`` hinged links along their -y axes, the first at
+    pi/4 from the downward vertical."""
+    inner = ""
+    for k in range(n, 0, -1):
+        angle = math.pi / 4 if k == 1 else 0.0
+        pos = (0.0, 0.0) if k == 1 else (0.0, -1.0)
+        inner = _rod(f"link{k}", 1.0, 0.4, angle, pos=pos, along="-y", inner=inner,
+                     izz=0.0333)
+    cart = (f'<body name="cart"><joint name="slide" type="slide" axis="1 0 0"/>'
+            f'<inertial pos="0 0 0" mass="0.8" diaginertia="0.0833 0.0833 0.0833"/>{inner}'
+            f'</body>')
+    return (f'<mujoco><compiler angle="radian" inertiafromgeom="false"/>'
+            f'{_option(dt, integrator)}<worldbody>{cart}</worldbody></mujoco>')
+
+
+def cart_pendulum(n: int, t_end: float, dt: float, integrator: str, repeat: int = 3,
+                  sample_every: int = 10) -> PeerRun:
+    """The cart-pendulum with ``n`` links (:func:`_cart_pendulum_xml`)."""
+    model, data = _compile(_cart_pendulum_xml(n, dt, integrator))
+    us, x0, states = _run(model, data, t_end, repeat)
+    t, qpos = _samples(model, data, x0, states, sample_every)
+    return PeerRun("MuJoCo", version(), f"slide + {n} hinges, {INTEGRATORS[integrator]}, "
+                   f"dt = {dt}", us, t, {"x": qpos[:, 0], "angle": math.pi / 4 + qpos[:, 1]})
+
+
+def forward_us(n: int, repeat: int = 7) -> float:
+    """Median µs of one ``mj_forward`` (MuJoCo's whole forward dynamics: positions, the mass
+    matrix and its factorisation, velocities, accelerations) of the ``n``-link cart-pendulum
+    at its initial state, each sample a Python loop of calls lasting about 20 ms."""
+    import mujoco
+    model, data = _compile(_cart_pendulum_xml(n, 1e-3, "rk4"))
+    calls = max(2, 20_000 // n)
+    samples = []
+    for _ in range(repeat + 1):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            mujoco.mj_forward(model, data)
+        samples.append((time.perf_counter() - t0) / calls * 1e6)
+    return statistics.median(samples[1:])

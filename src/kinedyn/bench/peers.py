@@ -1,0 +1,234 @@
+"""``kinedyn bench peers``: kinedyn against the peers a user would otherwise pick - MuJoCo,
+Pinocchio, Exudyn - on the same mechanisms, timed side by side in one run and each engine's
+motion checked against a reference.
+
+For each mechanism (:mod:`kinedyn.bench._peers`: double pendulum, the free four-bar, the
+N-link cart-pendulum) and integrator, at dt = 1e-3 from the same initial state:
+
+* every engine's whole run is timed in the same rounds (:func:`.common.interleaved`), kinedyn's
+  compiled run and each peer's own stepping loop (MuJoCo's ``rollout`` in C, Exudyn's solver in
+  C++, Pinocchio's ABA called from a Python loop); ``x kinedyn`` is the median over rounds of
+  the peer's time over kinedyn's in the same round;
+* every engine's observables are compared with kinedyn's reference run of the same mechanism
+  (RK4 at dt / 10: natural coordinates projected on the constraints for the pendulum and the
+  four-bar, HDCA in joint coordinates for the chain): the largest difference over the run, so
+  a soft loop or a first-order integrator shows as what it costs in accuracy;
+* for the four-bar, each engine's loop closure gap (kinedyn: the largest constraint residual).
+
+The peers are optional (``pip install -e ".[peers]"``); an engine that is not importable is
+listed as missing and skipped. Each adapter states its set-up in the table.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..dynamics import Dynamics
+from ..formulations.hamiltonian import Hamiltonian
+from ..models import get
+from ._peers import exudyn_models, mujoco_models, pinocchio_models
+from .common import Report, interleaved, paired_ratio
+from .hdca import _hdca_loop, _per_eval_us
+
+DT = 1e-3
+SAMPLE_EVERY = 10
+PEERS = {"MuJoCo": mujoco_models, "Pinocchio": pinocchio_models, "Exudyn": exudyn_models}
+
+
+#: kinedyn's integrator for each of the benchmark's integrator names; "implicit" is the
+#: index-3 formulation with HHT-alpha (kinedyn's implicit method, Exudyn's and MuJoCo's
+#: counterparts are generalized-alpha and implicitfast)
+KINEDYN_INTEGRATORS = {"semi-implicit-euler": "semi-implicit-euler", "rk4": "rk4",
+                       "implicit": "hht"}
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """A mechanism of :mod:`._peers`: kinedyn's model, the method timed with explicit
+    integrators (the implicit one is ``index3``), the method of the reference run, each
+    observable as (kinedyn channel, offset): the peers' convention is the channel plus the
+    offset; ``adapter``: the name of the peers' function for it, called with ``peer_args``
+    first."""
+    name: str
+    model: str
+    method: str
+    reference: str
+    observables: dict
+    adapter: str
+    peer_args: tuple = ()
+
+    def kinedyn(self, model, integrator: str) -> Dynamics | None:
+        """kinedyn's dynamics for ``integrator``, or None where its method has none (HDCA
+        is explicit)."""
+        if integrator == "implicit":
+            if self.method == "hdca":
+                return None
+            return Dynamics(model, method="index3", integrator="hht", solver="dense")
+        return Dynamics(model, method=self.method, integrator=KINEDYN_INTEGRATORS[integrator])
+
+
+def mechanisms(chain_sizes) -> list[Mechanism]:
+    half_pi = math.pi / 2
+    out = [Mechanism("double-pendulum", "double-pendulum", "augmented", "projection",
+                     {"theta1": ("body.rod1.angle", half_pi),
+                      "theta2": ("body.rod2.angle", half_pi)}, "double_pendulum"),
+           Mechanism("four-bar", "four-bar", "projection", "projection",
+                     {"crank": ("body.crank.angle", 0.0)}, "four_bar")]
+    out += [Mechanism(f"cart-pendulum-{n}", f"cart-pendulum-{n}", "hdca", "hdca",
+                      {"x": ("body.cart.x", 0.0), "angle": ("body.link1.angle", 0.0)},
+                      "cart_pendulum", (n,))
+            for n in chain_sizes]
+    return out
+
+
+def _kinedyn_values(res, mech: Mechanism) -> dict:
+    return {k: res.channel(ch) + off for k, (ch, off) in mech.observables.items()}
+
+
+def _deviation(t, values: dict, ref_t, ref: dict) -> float:
+    """Largest |engine - reference| over the observables at the engine's sample times (the
+    reference is recorded at the same instants; rad or m)."""
+    idx = np.searchsorted(ref_t, t - 1e-9)
+    if np.any(idx >= len(ref_t)) or np.any(np.abs(ref_t[np.minimum(idx, len(ref_t) - 1)] - t)
+                                           > 1e-9):
+        raise ValueError("the reference run is not sampled at the engine's sample times")
+    return float(max(np.max(np.abs(values[k] - ref[k][idx])) for k in ref))
+
+
+def compare(mech: Mechanism, integrator: str, t_end: float, repeat: int, peers: dict,
+            log=print) -> list[dict]:
+    """Rows of one mechanism and integrator: kinedyn first, then each peer that has the
+    mechanism and the integrator; times paired round by round, deviations from the reference.
+    No rows where kinedyn has no method for the integrator."""
+    model = get(mech.model).compile()
+    dyn = mech.kinedyn(model, integrator)
+    if dyn is None:
+        return []
+    ref = Dynamics(model, method=mech.reference, integrator="rk4").simulate(
+        t_end, DT / 10, record_every=10 * SAMPLE_EVERY)
+    ref_values = _kinedyn_values(ref, mech)
+    ref_t = ref.time
+    last = {}
+
+    def kinedyn_run():
+        last["kinedyn"] = dyn.simulate(t_end, DT, record_every=SAMPLE_EVERY)
+        return last["kinedyn"].summary["us_per_step"]
+
+    calls, names = [kinedyn_run], ["kinedyn"]
+    for peer, module in peers.items():
+        fn = getattr(module, mech.adapter, None)
+        if fn is None or integrator not in module.INTEGRATORS:
+            continue
+
+        def peer_run(fn=fn, peer=peer):
+            last[peer] = fn(*mech.peer_args, t_end, DT, integrator, repeat=1,
+                            sample_every=SAMPLE_EVERY)
+            return last[peer].us_per_step
+        calls.append(peer_run)
+        names.append(peer)
+    times = interleaved(calls, repeat)
+    res = last["kinedyn"]
+    rows = [{"mechanism": mech.name, "integrator": integrator, "engine": "kinedyn",
+             "setup": f"{res.summary['method']}, {res.summary['integrator']}",
+             "us_per_step": float(np.median(times[0])), "x_kinedyn": 1.0,
+             "max_deviation": _deviation(res.time, _kinedyn_values(res, mech), ref_t,
+                                         ref_values),
+             "loop_gap": res.summary["max_residual"]["position"]
+             if mech.name == "four-bar" else ""}]
+    for k, name in enumerate(names[1:], start=1):
+        run = last[name]
+        rows.append({"mechanism": mech.name, "integrator": integrator,
+                     "engine": f"{name} {run.version}", "setup": run.setup,
+                     "us_per_step": float(np.median(times[k])),
+                     "x_kinedyn": paired_ratio(times[k], times[0]),
+                     "max_deviation": _deviation(run.t, run.values, ref_t, ref_values),
+                     "loop_gap": float(np.max(run.values["gap"])) if "gap" in run.values
+                     else ""})
+    for row in rows:
+        log(f"{row['mechanism']:18s} {row['integrator']:19s} {row['engine']:18s} "
+            f"{row['us_per_step']:10.2f} us/step  x{row['x_kinedyn']:6.2f}  "
+            f"deviation {row['max_deviation']:.2e}")
+    return rows
+
+
+#: the peers' functions of one forward-dynamics evaluation of the cart-pendulum chain
+EVALUATIONS = {"MuJoCo": "forward_us", "Pinocchio": "aba_us"}
+
+
+def hdca_evaluation(n: int):
+    """kinedyn's HDCA on the ``n``-link chain: a call that returns the µs of one
+    state-derivative evaluation at the initial state (a compiled loop of evaluations, as
+    ``bench hdca``)."""
+    h = Hamiltonian(get(f"cart-pendulum-{n}").compile())
+    data = h.make_data()
+    z = np.zeros(h.n_j)
+    args = (data, h.make_work(data), h.q0.copy(), z, z.copy(), z.copy())
+    evals = max(4, 50_000 // n)
+    return lambda: _per_eval_us(lambda: _hdca_loop(*args, evals), evals, 1)
+
+
+def evaluations(sizes, repeat: int, peers: dict, log=print) -> list[dict]:
+    """One forward-dynamics evaluation of the chain, per engine and size, in the same rounds:
+    HDCA (O(N)) against Pinocchio's ABA (O(N)) and MuJoCo's ``mj_forward`` (its mass matrix
+    factorised); ``x_kinedyn`` as in the whole runs. An engine that refuses a size says why."""
+    rows = []
+    for n in sizes:
+        calls, names, refused = [hdca_evaluation(n)], ["kinedyn HDCA"], {}
+        for peer, module in peers.items():
+            fn = getattr(module, EVALUATIONS.get(peer, ""), None)
+            if fn is None:
+                continue
+            try:
+                fn(n, 1)
+            except (ValueError, MemoryError) as exc:  # a model the peer cannot build
+                refused[peer] = str(exc)
+                continue
+            calls.append(lambda fn=fn, n=n: fn(n, 1))
+            names.append(peer)
+        times = interleaved(calls, repeat)
+        row = {"N": n, "kinedyn HDCA us": float(np.median(times[0]))}
+        for k, name in enumerate(names[1:], start=1):
+            row[f"{name} us"] = float(np.median(times[k]))
+            row[f"{name} x_kinedyn"] = paired_ratio(times[k], times[0])
+        for name, why in refused.items():
+            row[f"{name} us"] = f"refused: {why}"
+        log(f"evaluation N = {n:5d}: " + ", ".join(
+            f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()
+            if k != "N"))
+        rows.append(row)
+    return rows
+
+
+def run(quick: bool = False, out_dir: Path | None = None) -> Report:
+    t_end = 0.2 if quick else 1.0
+    repeat = 3 if quick else 7
+    integrators = ("rk4",) if quick else tuple(KINEDYN_INTEGRATORS)
+    chains = (64,) if quick else (8, 64, 256)
+    found = {name: m for name, m in PEERS.items() if m.available()}
+    report = Report("peers", settings={
+        "step": f"dt = {DT} s, {int(round(t_end / DT))} steps per run, medians of {repeat} "
+                f"rounds, every engine once per round",
+        "reference": "kinedyn RK4 at dt / 10 (projection in natural coordinates; HDCA for the "
+                     "chains)",
+        "peers": ", ".join(f"{n} {m.version()}" for n, m in found.items()) or "none",
+        "missing": ", ".join(n for n in PEERS if n not in found) or "none"})
+    for mech in mechanisms(chains):
+        for integrator in integrators:
+            for row in compare(mech, integrator, t_end, repeat, found):
+                report.add_row("whole runs", **row)
+    sizes = (16, 256) if quick else (4, 16, 64, 256, 1024)
+    for row in evaluations(sizes, repeat, found):
+        report.add_row("chain: one forward-dynamics evaluation", **row)
+    report.notes += [
+        "x_kinedyn: the engine's time per step over kinedyn's, median over rounds of the "
+        "ratio in the same round (> 1: kinedyn is faster).",
+        "max_deviation: largest difference from the reference over the run, over the "
+        "mechanism's observables (rad, or m for the cart); it holds the integrator's own "
+        "error, so compare engines at the same integrator.",
+        "loop_gap: the four-bar's closure error, m (kinedyn: largest constraint residual).",
+        "Pinocchio has no stepping loop of its own: its runs call ABA from Python per "
+        "evaluation, so their time includes the interpreter's."]
+    return report
