@@ -28,7 +28,7 @@ def four_bar_figure(path: Path, t_end: float) -> None:
     ref = Dynamics(model, method=mech.reference, integrator="rk4").simulate(
         t_end, peers.DT / 10, record_every=10)
     crank = peers._kinedyn_values(ref, mech)["crank"]
-    res = mech.kinedyn(model, "rk4").simulate(t_end, peers.DT)
+    res = mech.kinedyn(model, "rk4")[0].simulate(t_end, peers.DT)
     traces = {"kinedyn (projection)": (res.time, peers._kinedyn_values(res, mech)["crank"],
                                        res.channel("residual.position"))}
     for name, module in peers.PEERS.items():

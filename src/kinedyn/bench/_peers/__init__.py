@@ -4,7 +4,8 @@ data, runs it with the peer's own integrator loop and returns a :class:`PeerRun`
 time per step and its observables - so that the benchmark can time both side by side and
 compare the peer's motion with kinedyn's reference trajectory.
 
-The mechanisms (all planar, gravity ``G`` = 9.80665 m/s^2 along -y, released from rest):
+The mechanisms (planar ones with gravity ``G`` = 9.80665 m/s^2 along -y; all released from
+rest):
 
 * ``double-pendulum``: two uniform rods of 1 m and 1 kg (inertia m l^2/12 about the centre),
   the first pinned at the origin, the second at the first's tip; both start horizontal
@@ -16,6 +17,10 @@ The mechanisms (all planar, gravity ``G`` = 9.80665 m/s^2 along -y, released fro
   the crank's angle from +x (rad, continuous); ``gap``: the loop's closure error |C_coupler -
   C_rocker| (m), the distance between the coupler's and the rocker's ends that the joint C
   should hold together.
+* ``gough-stewart``: :func:`kinedyn.models.stewart.gough_stewart` (the thesis's 6-UPS with
+  Tsai's data, its leg forces +-0.1 sin(2 pi t / 3) N, gravity along -z: the platform falls
+  as the legs give way), MuJoCo only. Observables ``x``, ``y``, ``z``: the platform's centre
+  of mass (m); ``gap``: the largest of the six spherical joints' closure errors (m).
 * ``cart-pendulum-<N>``: :func:`kinedyn.models.chains.cart_pendulum` (cart 0.8 kg on a slider
   along x, N links of 1 m, 0.4 kg, 0.0333 kg m^2 about the centre, the chain straight at pi/4
   from the downward vertical). Observables ``x``: the cart's position (m); ``angle``: the first

@@ -8,6 +8,12 @@ finds the constraint force of a spring-damper with time constant ``solref[0]`` (
 default), so the loop opens under load. The four-bar is run with MuJoCo's default and with the
 stiffest setting its documentation advises (time constant 2 ``dt``), and the gap is reported.
 
+The Gough-Stewart 6-UPS (:func:`gough_stewart`, spatial, gravity along -z) is six leg trees
+(universal joint = two hinges, prismatic = a slide) and a free platform, closed by six
+``connect`` equalities (the spherical joints), soft like the four-bar's; its time-dependent
+leg forces are motor actuators whose controls ``rollout`` takes as an open-loop sequence, one
+row per step, held constant over the step.
+
 Contacts are disabled (no geometry collides here); every body has an explicit inertia, its
 principal axes along the body frame (about z: the planar inertia; about the rod's own axis:
 1e-6 kg m^2, which a hinge about z never excites).
@@ -31,12 +37,14 @@ _AXIAL = 1e-6  # inertia about a rod's own axis (kg m^2): any small positive val
 available, version = probe("mujoco")
 
 
-def _option(dt: float, integrator: str) -> str:
+def _option(dt: float, integrator: str, gravity: str = f"0 {-G!r} 0") -> str:
+    """MuJoCo's ``<option>``: step, integrator, ``gravity`` (default ``G`` along -y; the
+    spatial mechanisms pass -z), contacts off."""
     if integrator not in INTEGRATORS:
         raise ValueError(f"MuJoCo: unknown integrator {integrator!r}; "
                          f"choose one of {', '.join(INTEGRATORS)}")
     return (f'<option timestep="{dt!r}" integrator="{INTEGRATORS[integrator]}" '
-            f'gravity="0 {-G!r} 0"><flag contact="disable"/></option>')
+            f'gravity="{gravity}"><flag contact="disable"/></option>')
 
 
 def _rod(name: str, length: float, mass: float, angle: float, pos=(0.0, 0.0),
@@ -65,12 +73,19 @@ def _compile(xml: str):
     return model, mujoco.MjData(model)
 
 
-def _run(model, data, t_end: float, repeat: int):
+def _run(model, data, t_end: float, repeat: int, control=None):
     """Median µs per step of ``repeat`` rollouts from the model's reference state, and the
-    states (nstep x nstate) of the last one."""
+    states (nstep x nstate) of the last one. ``control``: None (no actuators), or a callable
+    of the step times (an array, k dt for step k) returning the actuator controls (nstep x
+    nu); rollout writes row k into ``data.ctrl`` before step k, so the control of a step is
+    the value at the step's start, held over the whole step (RK4's stages included)."""
     import mujoco
     from mujoco import rollout
     steps = int(round(t_end / model.opt.timestep))
+    ctrl = None
+    if control is not None:
+        ctrl = np.ascontiguousarray(
+            control(np.arange(steps) * model.opt.timestep), dtype=float)[None]
     spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
     mujoco.mj_resetData(model, data)
     x0 = np.empty(mujoco.mj_stateSize(model, spec))
@@ -80,14 +95,15 @@ def _run(model, data, t_end: float, repeat: int):
     times = []
     for _ in range(repeat + 1):  # the first run warms up (thread pool, caches)
         t0 = time.perf_counter()
-        rollout.rollout(model, data, x0[None], nstep=steps, state=state,
+        rollout.rollout(model, data, x0[None], ctrl, nstep=steps, state=state,
                         sensordata=sensordata[..., :model.nsensordata])
         times.append(time.perf_counter() - t0)
     return statistics.median(times[1:]) / steps * 1e6, x0, state[0]
 
 
-def _samples(model, data, x0, states, every: int):
-    """(t, qpos) at t = 0 and every ``every`` steps."""
+def _samples(model, data, x0, states, every: int, read=None):
+    """(t, qpos) at t = 0 and every ``every`` steps; ``read``: a callable of ``data`` (its
+    state set, nothing computed from it) returning what to sample instead of qpos."""
     import mujoco
     spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
     rows = [x0] + [states[k] for k in range(every - 1, len(states), every)]
@@ -95,7 +111,7 @@ def _samples(model, data, x0, states, every: int):
     for x in rows:
         mujoco.mj_setState(model, data, x, spec)
         t.append(data.time)
-        qpos.append(data.qpos.copy())
+        qpos.append(data.qpos.copy() if read is None else read(data))
     return np.array(t), np.array(qpos)
 
 
@@ -200,3 +216,83 @@ def forward_us(n: int, repeat: int = 7) -> float:
             mujoco.mj_forward(model, data)
         samples.append((time.perf_counter() - t0) / calls * 1e6)
     return statistics.median(samples[1:])
+
+
+def _gough_stewart_xml(dt: float, integrator: str, timeconst: float | None) -> str:
+    """The 6-UPS platform (:func:`kinedyn.models.stewart.gough_stewart`) at its home pose.
+
+    Platform: a free body (``freejoint``) with its frame at its centre of mass. Each leg k: a
+    tree from the world - the lower segment, a body at B_k oriented like kinedyn's (``euler``
+    alpha_k, beta_k in MuJoCo's default intrinsic x-y-z sequence, so its +z points from B_k
+    to P_k), with two hinges at its origin: the universal joint, the first about world x (in
+    the body frame R0^T e_x = (cos beta, 0, sin beta); the first of a body's joints turns the
+    later ones' axes, not its own), the second about the segment's own y; the upper segment, a
+    child body at P_k (L_k along the lower's z) with a slide joint along z, the prismatic
+    joint, and a ``motor`` actuator on it (gear 1: the control is the joint force, positive
+    extending the leg, as kinedyn's joint force on the displacement). The spherical joint at
+    P_k is a ``connect`` equality between the upper segment's origin and the platform, soft
+    (``solref`` time constant ``timeconst``; None: MuJoCo's default, 0.02 s)."""
+    from ...models.stewart import GS_BASE, GS_HOME, GS_PLATFORM
+    home = np.array(GS_HOME, dtype=float)
+    seg = 'mass="0.1" diaginertia="0.00625 0.00625 1e-05"'
+    solref = "" if timeconst is None else f' solref="{timeconst!r} 1"'
+    legs, motors, connects = [], [], []
+    for k in range(6):
+        i = k + 1
+        B = np.array(GS_BASE[k])
+        P = home + np.array(GS_PLATFORM[k])
+        bx, by, bz = (float(v) for v in B)
+        length = float(np.linalg.norm(P - B))
+        u = (P - B) / length
+        beta, alpha = math.asin(float(u[0])), math.atan2(float(-u[1]), float(u[2]))
+        upper = (f'<body name="upper{i}" pos="0 0 {length!r}">'
+                 f'<joint name="slide{i}" type="slide" axis="0 0 1"/>'
+                 f'<inertial pos="0 0 -0.5" {seg}/></body>')
+        legs.append(f'<body name="lower{i}" pos="{bx!r} {by!r} {bz!r}" '
+                    f'euler="{alpha!r} {beta!r} 0">'
+                    f'<joint name="ux{i}" type="hinge" '
+                    f'axis="{math.cos(beta)!r} 0 {math.sin(beta)!r}"/>'
+                    f'<joint name="uy{i}" type="hinge" axis="0 1 0"/>'
+                    f'<inertial pos="0 0 0.5" {seg}/>{upper}</body>')
+        motors.append(f'<motor name="F{i}" joint="slide{i}" gear="1"/>')
+        connects.append(f'<connect body1="upper{i}" body2="platform" anchor="0 0 0"{solref}/>')
+    platform = (f'<body name="platform" pos="{" ".join(repr(float(v)) for v in home)}"><freejoint/>'
+                f'<inertial pos="0 0 0" mass="1.5" diaginertia="0.08 0.08 0.08"/></body>')
+    return (f'<mujoco><compiler angle="radian" inertiafromgeom="false"/>'
+            f'{_option(dt, integrator, gravity=f"0 0 {-G!r}")}<worldbody>{platform}'
+            f'{"".join(legs)}</worldbody><actuator>{"".join(motors)}</actuator>'
+            f'<equality>{"".join(connects)}</equality></mujoco>')
+
+
+def gough_stewart(t_end: float, dt: float, integrator: str, repeat: int = 3,
+                  sample_every: int = 10, timeconst: float | None = None) -> PeerRun:
+    """The Gough-Stewart 6-UPS (:func:`_gough_stewart_xml`): six leg trees and a free
+    platform, the six spherical joints ``connect`` equalities, the leg forces F1 = F3 = F5 =
+    -0.1 sin(2 pi t/3) N and F2 = F4 = F6 = +0.1 sin(2 pi t/3) N the six motors' controls,
+    precomputed for every step (``rollout`` takes an open-loop control sequence: no Python per
+    step). Observables ``x``, ``y``, ``z``: the platform's centre of mass (m); ``gap``: the
+    largest over the legs of |P_k on the upper segment - P_k on the platform| (m)."""
+    import mujoco
+    from ...models.stewart import GS_PLATFORM
+    model, data = _compile(_gough_stewart_xml(dt, integrator, timeconst))
+    sign = np.array([-1.0, 1.0, -1.0, 1.0, -1.0, 1.0])
+    us, x0, states = _run(model, data, t_end, repeat,
+                          control=lambda t: np.outer(0.1 * np.sin(2 * math.pi * t / 3), sign))
+    plat = model.body("platform").id
+    upper = [model.body(f"upper{i}").id for i in range(1, 7)]
+    points = np.array(GS_PLATFORM)  # P_k in the platform frame
+
+    def read(d):
+        mujoco.mj_kinematics(model, d)
+        on_platform = d.xpos[plat] + points @ d.xmat[plat].reshape(3, 3).T
+        gap = np.linalg.norm(d.xpos[upper] - on_platform, axis=1).max()
+        return np.array([*d.xipos[plat], gap])
+
+    t, obs = _samples(model, data, x0, states, sample_every, read=read)
+    soft = "default solref (0.02 s)" if timeconst is None else f"solref {timeconst:g} s"
+    return PeerRun("MuJoCo", version(), f"6 leg trees + free platform + 6 connect equalities, "
+                   f"{soft}, {INTEGRATORS[integrator]}, dt = {dt}", us, t,
+                   {"x": obs[:, 0], "y": obs[:, 1], "z": obs[:, 2], "gap": obs[:, 3]},
+                   notes="soft loops: each connect constraint is a spring-damper; the leg "
+                         "forces are motor controls taken at each step's start time and "
+                         "held over the step (RK4's stages included)")
