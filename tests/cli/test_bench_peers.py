@@ -113,10 +113,15 @@ def test_pinocchio_matches_kinedyn():
 
 
 @pinocchio
-def test_pinocchio_aba_and_its_memory_limit():
+def test_pinocchio_aba_and_its_memory_limit(monkeypatch):
+    """ABA is timed per call; a chain whose Pinocchio Data (nv^3 derivative tensors) would not
+    fit is refused before it is built (here with 20 GiB said to be free: 1025 coordinates
+    need about 64 GiB, 257 about 1 GiB)."""
     assert 0 < pinocchio_models.aba_us(4, repeat=1) < 1e4
-    with pytest.raises(MemoryError, match="GiB"):
-        pinocchio_models.aba_us(1024, repeat=1)
+    monkeypatch.setattr(pinocchio_models, "_available_bytes", lambda: 20.0 * 2 ** 30)
+    pinocchio_models._check_data_memory(257)
+    with pytest.raises(MemoryError, match="needs ~64.* GiB"):
+        pinocchio_models._check_data_memory(1025)
 
 
 @exudyn
