@@ -15,9 +15,13 @@ ALIASES = {"group-equations": "groups"}  # the issue's names of benchmarks
 
 
 def available() -> list[str]:
+    """The benchmarks: the modules of :mod:`kinedyn.bench` that have a ``run`` (its helpers,
+    ``common`` and ``host``, have none: listing them made ``kinedyn bench all`` fail)."""
     from .. import bench
     return sorted(m.name for m in pkgutil.iter_modules(bench.__path__)
-                  if not m.name.startswith("_") and m.name != "common")
+                  if not m.name.startswith("_")
+                  and callable(getattr(importlib.import_module(f"kinedyn.bench.{m.name}"),
+                                       "run", None)))
 
 
 def register(sub) -> None:

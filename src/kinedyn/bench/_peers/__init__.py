@@ -29,11 +29,25 @@ rest):
 from __future__ import annotations
 
 import importlib
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-G = 9.80665
+from ...models.planar import G, _circle_intersection
+
+#: the four-bar's ground A-D, crank A-B, coupler B-C and rocker D-C (m)
+FOUR_BAR = (0.4, 0.1, 0.4, 0.3)
+
+
+def four_bar_start() -> tuple[float, float, float]:
+    """The four-bar's crank, coupler and rocker angles from +x at the start: the crank
+    vertical, C the upper intersection of the circles about B (the coupler) and about D (the
+    rocker) - the open assembly, as :func:`kinedyn.models.planar.four_bar` builds it."""
+    ground, crank, coupler, rocker = FOUR_BAR
+    b = np.array([0.0, crank])
+    c = _circle_intersection(b, coupler, np.array([ground, 0.0]), rocker)
+    return math.pi / 2, math.atan2(c[1] - b[1], c[0] - b[0]), math.atan2(c[1], c[0] - ground)
 
 
 @dataclass

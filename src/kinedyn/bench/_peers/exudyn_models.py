@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from . import G, PeerRun, probe
+from . import FOUR_BAR, G, PeerRun, four_bar_start, probe
 
 PEER = "exudyn"
 INTEGRATORS = ("rk4", "implicit")
@@ -40,7 +40,8 @@ INTEGRATORS = ("rk4", "implicit")
 # double pendulum: two uniform rods
 DP_LENGTH, DP_MASS = 1.0, 1.0
 # four-bar: ground pivots A = (0, 0), D = (FB_GROUND, 0); uniform links of FB_MASS
-FB_GROUND, FB_CRANK, FB_COUPLER, FB_ROCKER, FB_MASS = 0.4, 0.1, 0.4, 0.3, 1.0
+FB_GROUND, FB_CRANK, FB_COUPLER, FB_ROCKER = FOUR_BAR
+FB_MASS = 1.0
 
 # penalty loop of the four-bar with RK4: the smallest effective mass of the closure mode,
 # 1 / max eig(J M^-1 J^T) over a crank turn (J: Jacobian of the gap in tree coordinates,
@@ -107,11 +108,9 @@ def four_bar(t_end: float, dt: float, integrator: str, repeat: int = 3,
     _check(integrator, dt, t_end, repeat, sample_every)
     import exudyn as exu
     l1, l2, l3, m = FB_CRANK, FB_COUPLER, FB_ROCKER, FB_MASS
-    a0 = math.pi / 2
+    a0, b0, r0 = four_bar_start()  # crank, coupler and rocker angles from +x
     b_pt = (l1 * math.cos(a0), l1 * math.sin(a0))
-    c_pt = _circle_intersection(b_pt, l2, (FB_GROUND, 0.0), l3)
-    b0 = math.atan2(c_pt[1] - b_pt[1], c_pt[0] - b_pt[0])        # coupler angle from +x
-    r0 = math.atan2(c_pt[1], c_pt[0] - FB_GROUND)                 # rocker angle from +x
+    c_pt = (b_pt[0] + l2 * math.cos(b0), b_pt[1] + l2 * math.sin(b0))
     if integrator == "rk4":
         k = PENALTY_MASS * (PENALTY_OMEGA_DT / dt) ** 2
         d = 2.0 * PENALTY_DAMPING_RATIO * PENALTY_MASS * PENALTY_OMEGA_DT / dt
@@ -246,17 +245,6 @@ def _revolute(mbs, marker_a, marker_b):
     """A planar pin (two algebraic equations, index 3) between two position markers."""
     from exudyn.itemInterface import ObjectJointRevolute2D
     mbs.AddObject(ObjectJointRevolute2D(markerNumbers=[marker_a, marker_b]))
-
-
-def _circle_intersection(p, r, q, s):
-    """The upper intersection of the circles (centre p, radius r) and (centre q, radius s)."""
-    dx, dy = q[0] - p[0], q[1] - p[1]
-    d = math.hypot(dx, dy)
-    a = (r * r - s * s + d * d) / (2.0 * d)
-    h = math.sqrt(r * r - a * a)
-    mx, my = p[0] + a * dx / d, p[1] + a * dy / d
-    return max(((mx - h * dy / d, my + h * dx / d), (mx + h * dy / d, my - h * dx / d)),
-               key=lambda c: c[1])
 
 
 # --- running ------------------------------------------------------------------------------

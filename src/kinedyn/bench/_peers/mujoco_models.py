@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from . import G, PeerRun, probe
+from . import FOUR_BAR, G, PeerRun, four_bar_start, probe
 
 #: MuJoCo's "implicit" integrators are implicit only in the velocity-dependent forces (none
 #: here): they would be its Euler again, so they are not offered as the implicit counterpart
@@ -130,34 +130,19 @@ def double_pendulum(t_end: float, dt: float, integrator: str, repeat: int = 3,
                    {"theta1": theta1, "theta2": theta1 + qpos[:, 1]})
 
 
-def _four_bar_angles():
-    """Crank, coupler and rocker angles from +x at the start (crank vertical, open assembly)."""
-    a, b, c, d = 0.4, 0.1, 0.4, 0.3  # ground, crank, coupler, rocker
-    B = np.array([0.0, b])
-    D = np.array([a, 0.0])
-    # C: intersection of the circles |C - B| = c and |C - D| = d, the upper one
-    e = D - B
-    r = float(np.hypot(*e))
-    x = (c ** 2 - d ** 2 + r ** 2) / (2 * r)
-    h = math.sqrt(c ** 2 - x ** 2)
-    C = B + x * e / r + h * np.array([-e[1], e[0]]) / r
-    if C[1] < 0:
-        C = B + x * e / r - h * np.array([-e[1], e[0]]) / r
-    return math.pi / 2, math.atan2(C[1] - B[1], C[0] - B[0]), math.atan2(C[1], C[0] - a)
-
-
 def four_bar(t_end: float, dt: float, integrator: str, repeat: int = 3, sample_every: int = 10,
              timeconst: float | None = None) -> PeerRun:
     """Crank and coupler as a chain from A, the rocker from D, the loop closed at C by a
     ``connect`` equality; ``timeconst``: its ``solref`` time constant (None: MuJoCo's
     default, 0.02 s)."""
-    crank, coupler, rocker = _four_bar_angles()
-    inner = _rod("coupler", 0.4, 1.0, coupler - crank, pos=(0.1, 0.0))
+    ground, l1, l2, l3 = FOUR_BAR
+    crank, coupler, rocker = four_bar_start()
+    inner = _rod("coupler", l2, 1.0, coupler - crank, pos=(l1, 0.0))
     solref = "" if timeconst is None else f' solref="{timeconst!r} 1"'
     xml = (f'<mujoco><compiler angle="radian" inertiafromgeom="false"/>'
-           f'{_option(dt, integrator)}<worldbody>{_rod("crank", 0.1, 1.0, crank, inner=inner)}'
-           f'{_rod("rocker", 0.3, 1.0, rocker, pos=(0.4, 0.0))}</worldbody><equality>'
-           f'<connect body1="coupler" body2="rocker" anchor="0.4 0 0"{solref}/></equality>'
+           f'{_option(dt, integrator)}<worldbody>{_rod("crank", l1, 1.0, crank, inner=inner)}'
+           f'{_rod("rocker", l3, 1.0, rocker, pos=(ground, 0.0))}</worldbody><equality>'
+           f'<connect body1="coupler" body2="rocker" anchor="{l2!r} 0 0"{solref}/></equality>'
            f'</mujoco>')
     model, data = _compile(xml)
     us, x0, states = _run(model, data, t_end, repeat)
@@ -166,10 +151,10 @@ def four_bar(t_end: float, dt: float, integrator: str, repeat: int = 3, sample_e
     a_crank = crank + qpos[:, 0]
     a_coupler = a_crank + coupler - crank + qpos[:, 1]
     a_rocker = rocker + qpos[:, 2]
-    c1 = 0.1 * np.stack([np.cos(a_crank), np.sin(a_crank)]) + \
-        0.4 * np.stack([np.cos(a_coupler), np.sin(a_coupler)])
-    c2 = np.array([[0.4], [0.0]]) + 0.3 * np.stack([np.cos(a_rocker), np.sin(a_rocker)])
-    soft = f"default solref (0.02 s)" if timeconst is None else f"solref {timeconst:g} s"
+    c1 = l1 * np.stack([np.cos(a_crank), np.sin(a_crank)]) + \
+        l2 * np.stack([np.cos(a_coupler), np.sin(a_coupler)])
+    c2 = np.array([[ground], [0.0]]) + l3 * np.stack([np.cos(a_rocker), np.sin(a_rocker)])
+    soft = "default solref (0.02 s)" if timeconst is None else f"solref {timeconst:g} s"
     return PeerRun("MuJoCo", version(), f"tree + connect equality, {soft}, "
                    f"{INTEGRATORS[integrator]}, dt = {dt}", us, t,
                    {"crank": a_crank, "gap": np.hypot(*(c1 - c2))},

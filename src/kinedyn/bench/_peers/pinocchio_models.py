@@ -23,12 +23,13 @@ import time
 
 import numpy as np
 
-from . import G, PeerRun, probe
+from . import FOUR_BAR, G, PeerRun, four_bar_start, probe
 
 INTEGRATORS = ("rk4", "semi-implicit-euler")
 
 # four-bar geometry (see the package docstring): pivots A = (0, 0), D = (GROUND, 0)
-GROUND, CRANK, COUPLER, ROCKER, LINK_MASS = 0.4, 0.1, 0.4, 0.3, 1.0
+GROUND, CRANK, COUPLER, ROCKER = FOUR_BAR
+LINK_MASS = 1.0
 # Baumgarte gains of the loop closure (critically damped, omega = 20 rad/s)
 BAUMGARTE_KP, BAUMGARTE_KD = 400.0, 40.0
 # proximal solver: mu > 0 regularises the loop's redundant (always zero) z row
@@ -236,18 +237,6 @@ def aba_us(n: int, repeat: int = 7) -> float:
 
 # ---------------------------------------------------------------------------------- four-bar
 
-def _four_bar_start() -> tuple[float, float]:
-    """Absolute coupler and rocker angles (from +x) of the open assembly with the crank at
-    pi/2: C is the upper intersection of the circles (B, COUPLER) and (D, ROCKER)."""
-    b = np.array([0.0, CRANK])
-    d = np.array([GROUND, 0.0])
-    dist = float(np.linalg.norm(d - b))
-    along = (COUPLER ** 2 - ROCKER ** 2 + dist ** 2) / (2 * dist)
-    u = (d - b) / dist
-    c = b + along * u + math.sqrt(COUPLER ** 2 - along ** 2) * np.array([-u[1], u[0]])
-    return math.atan2(c[1] - b[1], c[0] - b[0]), math.atan2(c[1], c[0] - GROUND)
-
-
 def _four_bar_model():
     """Tree A-crank-coupler (RZ at A, RZ at B) and D-rocker (RZ at D), links along +x in their
     frames; the loop is closed at C by a CONTACT_3D ``RigidConstraintModel`` between the
@@ -270,7 +259,7 @@ def _four_bar_model():
         pin.BaumgarteCorrectorParameters(BAUMGARTE_KP, BAUMGARTE_KD))
     constraints = pin.StdVec_RigidConstraintModel()
     constraints.append(loop)
-    coupler, rocker = _four_bar_start()
+    _, coupler, rocker = four_bar_start()
     return model, constraints, np.array([math.pi / 2, coupler - math.pi / 2, rocker])
 
 
