@@ -52,6 +52,22 @@ def test_semi_implicit_euler_deviates_at_first_order():
     assert 1e-5 < rows[0]["max_deviation"] < 1e-1
 
 
+def test_a_failing_peer_gets_a_row_saying_why():
+    """A peer engine that fails (here a stand-in raising at its first run) does not stop the
+    benchmark: its row names the error, kinedyn's rows are there as usual."""
+    import types
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("solver diverged")
+    peer = types.SimpleNamespace(INTEGRATORS=("rk4",), double_pendulum=broken,
+                                 version=lambda: "0.0")
+    rows = P.compare(MECH["double-pendulum"], "rk4", T_END, 1, {"Broken": peer},
+                     log=lambda *a: None)
+    assert [r["engine"] for r in rows] == ["kinedyn", "Broken 0.0"]
+    assert rows[1]["setup"] == "failed: RuntimeError: solver diverged"
+    assert "us_per_step" not in rows[1]
+
+
 def test_reference_must_be_sampled_at_the_engines_times():
     t = np.array([0.0, 0.01, 0.02])
     with pytest.raises(ValueError, match="not sampled"):

@@ -3,20 +3,23 @@ Pinocchio, Exudyn - on the same mechanisms, timed side by side in one run and ea
 motion checked against a reference.
 
 For each mechanism (:mod:`kinedyn.bench._peers`: double pendulum, the free four-bar, the
-N-link cart-pendulum) and integrator, at dt = 1e-3 from the same initial state:
+N-link cart-pendulum; in the full run also the Gough-Stewart 6-UPS) and integrator, at dt =
+1e-3 from the same initial state:
 
-* every engine's whole run is timed in the same rounds (:func:`.common.interleaved`), kinedyn's
-  compiled run and each peer's own stepping loop (MuJoCo's ``rollout`` in C, Exudyn's solver in
-  C++, Pinocchio's ABA called from a Python loop); ``x kinedyn`` is the median over rounds of
-  the peer's time over kinedyn's in the same round;
+* every engine's whole run is timed in the same rounds (:func:`.common.interleaved`): kinedyn's
+  compiled runs (each of its methods for the mechanism, e.g. projection and embedded for the
+  loops) and each peer's own stepping loop (MuJoCo's ``rollout`` in C, Exudyn's solver in C++,
+  Pinocchio's ABA called from a Python loop); ``x_kinedyn`` is the median over rounds of the
+  engine's time over the fastest kinedyn method's in the same round;
 * every engine's observables are compared with kinedyn's reference run of the same mechanism
-  (RK4 at dt / 10: natural coordinates projected on the constraints for the pendulum and the
-  four-bar, HDCA in joint coordinates for the chain): the largest difference over the run, so
-  a soft loop or a first-order integrator shows as what it costs in accuracy;
-* for the four-bar, each engine's loop closure gap (kinedyn: the largest constraint residual).
+  (RK4 at dt / 10: natural coordinates projected on the constraints, HDCA in joint coordinates
+  for the chain): the largest difference over the run, so a soft loop or a first-order
+  integrator shows as what it costs in accuracy;
+* for the loops, each engine's closure gap (kinedyn: the largest constraint residual).
 
 The peers are optional (``pip install -e ".[peers]"``); an engine that is not importable is
-listed as missing and skipped. Each adapter states its set-up in the table.
+listed as missing and skipped, one that fails gets a row with its error. Each adapter states
+its set-up in the table.
 """
 from __future__ import annotations
 
@@ -137,10 +140,19 @@ def compare(mech: Mechanism, integrator: str, t_end: float, repeat: int, peers: 
     for dyn in dyns:
         calls.append(partial(kinedyn_run, len(calls), dyn))
     n_kinedyn = len(calls)
+    failed = []  # a peer that fails its first run gets a row saying why, and no times
     for peer, module in peers.items():
         fn = getattr(module, mech.adapter, None)
-        if fn is not None and integrator in module.INTEGRATORS:
-            calls.append(partial(peer_run, len(calls), peer, fn))
+        if fn is None or integrator not in module.INTEGRATORS:
+            continue
+        try:
+            fn(*mech.peer_args, min(t_end, 10 * DT), DT, integrator, repeat=1)
+        except Exception as exc:  # noqa: BLE001 - another engine's error, reported as such
+            failed.append({"mechanism": mech.name, "integrator": integrator,
+                           "engine": f"{peer} {module.version()}",
+                           "setup": f"failed: {type(exc).__name__}: {exc}"})
+            continue
+        calls.append(partial(peer_run, len(calls), peer, fn))
     runs[:] = [None] * len(calls)
     times = interleaved(calls, repeat)
     best = np.min(np.array(times[:n_kinedyn]), axis=0)  # per round
@@ -155,7 +167,10 @@ def compare(mech: Mechanism, integrator: str, t_end: float, repeat: int, peers: 
         log(f"{row['mechanism']:18s} {row['integrator']:19s} {row['engine']:16s} "
             f"{setup.split(',')[0][:24]:24s} {row['us_per_step']:10.2f} us/step  "
             f"x{row['x_kinedyn']:6.2f}  deviation {row['max_deviation']:.2e}")
-    return rows
+    for row in failed:
+        log(f"{row['mechanism']:18s} {row['integrator']:19s} {row['engine']:16s} "
+            f"{row['setup']}")
+    return rows + failed
 
 
 #: the peers' functions of one forward-dynamics evaluation of the cart-pendulum chain
