@@ -242,12 +242,13 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
     for row in evaluations(sizes, repeat, found):
         report.add_row("chain: one forward-dynamics evaluation", **row)
     report.notes += [
-        "x_kinedyn: the engine's time per step over kinedyn's, median over rounds of the "
-        "ratio in the same round (> 1: kinedyn is faster).",
+        "x_kinedyn: the engine's time per step over the fastest kinedyn method's, median "
+        "over rounds of the ratio in the same round (> 1: kinedyn is faster).",
         "max_deviation: largest difference from the reference over the run, over the "
-        "mechanism's observables (rad, or m for the cart); it holds the integrator's own "
-        "error, so compare engines at the same integrator.",
-        "loop_gap: the four-bar's closure error, m (kinedyn: largest constraint residual).",
+        "mechanism's observables (rad, or m for the cart and the platform); it holds the "
+        "integrator's own error, so compare engines at the same integrator.",
+        "loop_gap: the loops' largest closure error, m (kinedyn: its largest constraint "
+        "residual).",
         "Pinocchio has no stepping loop of its own: its runs call ABA from Python per "
         "evaluation, so their time includes the interpreter's."]
     return report
