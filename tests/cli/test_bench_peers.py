@@ -68,6 +68,29 @@ def test_a_failing_peer_gets_a_row_saying_why():
     assert "us_per_step" not in rows[1]
 
 
+def test_a_peer_row_and_its_notes():
+    """A peer's row: its version and set-up, its time against kinedyn's in the same rounds,
+    its deviation (none for a stand-in that returns the reference itself), and its notes
+    collected for the report."""
+    import types
+
+    from kinedyn.bench._peers import PeerRun
+    t, ref = reference("double-pendulum")
+
+    def echo(t_end, dt, integrator, repeat=1, sample_every=10):
+        k = int(round(t_end / dt)) // sample_every + 1
+        return PeerRun("1.0", "the reference again", 1.0, t[:k], {n: v[:k] for n, v in
+                                                                    ref.items()}, "a stand-in")
+    peer = types.SimpleNamespace(INTEGRATORS=("rk4",), double_pendulum=echo)
+    notes = {}
+    rows = P.compare(MECH["double-pendulum"], "rk4", T_END, 2, {"Echo": peer},
+                     log=lambda *a: None, notes=notes)
+    assert [r["engine"] for r in rows] == ["kinedyn", "Echo 1.0"]
+    assert rows[1]["setup"] == "the reference again" and rows[1]["max_deviation"] == 0
+    assert rows[1]["x_kinedyn"] == pytest.approx(1.0 / rows[0]["us_per_step"], rel=0.5)
+    assert notes == {"Echo, double-pendulum": "a stand-in"}
+
+
 def test_reference_must_be_sampled_at_the_engines_times():
     t = np.array([0.0, 0.01, 0.02])
     with pytest.raises(ValueError, match="not sampled"):

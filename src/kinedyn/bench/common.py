@@ -106,6 +106,13 @@ def time_call(fn: Callable[[], object], repeat: int = 5, min_time: float = 0.05)
             "repeat": repeat}
 
 
+def per_call_us(fn: Callable[[], object], calls: int, repeat: int,
+                min_time: float = 0.02) -> float:
+    """Median µs of one call, for ``fn`` making ``calls`` calls in a loop (:func:`time_call`:
+    samples of at least ``min_time`` s, so that the loop and not the timer is measured)."""
+    return time_call(fn, repeat=repeat, min_time=min_time)["median"] / calls * 1e6
+
+
 @dataclass
 class Report:
     """A benchmark's results: tables of rows (dicts) plus free-form notes."""

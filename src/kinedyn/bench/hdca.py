@@ -32,7 +32,7 @@ from ..dynamics.hdca_team import ThreadedHDCA
 from ..formulations.hamiltonian import Hamiltonian, hdca_derivative
 from ..formulations.hamiltonian.dense import make_dense, mass_and_bias
 from ..models import get
-from .common import Report, time_call
+from .common import Report, per_call_us
 
 THREADS = 2
 DENSE_MAX = 1024
@@ -53,10 +53,6 @@ def _dense_loop(data, dw, q, qd, n):
         mass_and_bias(data, dw.chain, dw, q, qd)
         out += np.linalg.solve(dw.M, -dw.b)
     return out
-
-
-def _per_eval_us(fn, evals: int, repeat: int) -> float:
-    return time_call(fn, repeat=repeat, min_time=0.02)["median"] / evals * 1e6
 
 
 def _paired_us(fns, evals: int, repeat: int) -> list[tuple[float, float]]:
@@ -116,7 +112,7 @@ def scaling_rows(sizes, repeat: int, log=print) -> list[dict]:
             _, dw = make_dense(data, h.make_work(data))
             qd = h.state_derivative(q, p)[0]
             dense_evals = max(1, evals // 8)
-            row["dense_us"] = _per_eval_us(lambda: _dense_loop(data, dw, q, qd, dense_evals),
+            row["dense_us"] = per_call_us(lambda: _dense_loop(data, dw, q, qd, dense_evals),
                                            dense_evals, repeat)
             row["dense_over_hdca"] = row["dense_us"] / row["hdca_serial_us"]
         row["load_1min"] = os.getloadavg()[0]

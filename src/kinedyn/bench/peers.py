@@ -34,8 +34,8 @@ from ..dynamics import Dynamics
 from ..formulations.hamiltonian import Hamiltonian
 from ..models import get
 from ._peers import exudyn_models, mujoco_models, pinocchio_models
-from .common import Report, interleaved, paired_ratio
-from .hdca import _hdca_loop, _per_eval_us
+from .common import Report, interleaved, paired_ratio, per_call_us
+from .hdca import _hdca_loop
 
 DT = 1e-3
 SAMPLE_EVERY = 10
@@ -111,11 +111,12 @@ def _deviation(t, values: dict, ref_t, ref: dict) -> float:
 
 
 def compare(mech: Mechanism, integrator: str, t_end: float, repeat: int, peers: dict,
-            log=print) -> list[dict]:
+            log=print, notes: dict | None = None) -> list[dict]:
     """Rows of one mechanism and integrator: kinedyn's methods first, then each peer that has
     the mechanism and the integrator; times paired round by round (``x_kinedyn``: against the
     fastest kinedyn method of the same round), deviations from the reference. No rows where
-    kinedyn has no method for the integrator."""
+    kinedyn has no method for the integrator. ``notes``: a dict that receives each peer's notes
+    on the mechanism (:attr:`._peers.PeerRun.notes`), keyed ``"<peer>, <mechanism>"``."""
     model = get(mech.model).compile()
     dyns = mech.kinedyn(model, integrator)
     if not dyns:
@@ -133,6 +134,8 @@ def compare(mech: Mechanism, integrator: str, t_end: float, repeat: int, peers: 
 
     def peer_run(k, peer, fn):
         r = fn(*mech.peer_args, t_end, DT, integrator, repeat=1, sample_every=SAMPLE_EVERY)
+        if notes is not None and r.notes:
+            notes[f"{peer}, {mech.name}"] = r.notes
         runs[k] = (f"{peer} {r.version}", r.setup, r.t, r.values,
                    float(np.max(r.values["gap"])) if "gap" in r.values else None)
         return r.us_per_step
@@ -186,7 +189,7 @@ def hdca_evaluation(n: int):
     z = np.zeros(h.n_j)
     args = (data, h.make_work(data), h.q0.copy(), z, z.copy(), z.copy())
     evals = max(4, 50_000 // n)
-    return lambda: _per_eval_us(lambda: _hdca_loop(*args, evals), evals, 1)
+    return lambda: per_call_us(lambda: _hdca_loop(*args, evals), evals, 1)
 
 
 def evaluations(sizes, repeat: int, peers: dict, log=print) -> list[dict]:
@@ -234,9 +237,10 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
                      "chains)",
         "peers": ", ".join(f"{n} {m.version()}" for n, m in found.items()) or "none",
         "missing": ", ".join(n for n in PEERS if n not in found) or "none"})
+    peer_notes: dict = {}
     for mech in mechanisms(chains, spatial=not quick):
         for integrator in integrators:
-            for row in compare(mech, integrator, t_end, repeat, found):
+            for row in compare(mech, integrator, t_end, repeat, found, notes=peer_notes):
                 report.add_row("whole runs", **row)
     sizes = (16, 256) if quick else (4, 16, 64, 256, 1024)
     for row in evaluations(sizes, repeat, found):
@@ -248,7 +252,6 @@ def run(quick: bool = False, out_dir: Path | None = None) -> Report:
         "mechanism's observables (rad, or m for the cart and the platform); it holds the "
         "integrator's own error, so compare engines at the same integrator.",
         "loop_gap: the loops' largest closure error, m (kinedyn: its largest constraint "
-        "residual).",
-        "Pinocchio has no stepping loop of its own: its runs call ABA from Python per "
-        "evaluation, so their time includes the interpreter's."]
+        "residual)."]
+    report.notes += [f"{key}: {text}" for key, text in peer_notes.items()]
     return report

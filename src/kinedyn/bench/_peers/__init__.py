@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import importlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -58,15 +58,14 @@ class PeerRun:
     output excluded), the median over ``repeat`` runs; ``t``: the sample times (s) of
     ``values``, each observable of the mechanism (see the module docstring) at those times;
     ``setup``: what the peer was asked to do (integrator, step, constraint treatment) in a few
-    words; ``notes``: anything a reader needs to judge the number (for example a soft loop)."""
-    peer: str
+    words; ``notes``: anything a reader needs to judge the number (for example a soft loop;
+    ``kinedyn bench peers`` lists them under its tables)."""
     version: str
     setup: str
     us_per_step: float
     t: np.ndarray
     values: dict[str, np.ndarray]
     notes: str = ""
-    extra: dict = field(default_factory=dict)
 
 
 def probe(package: str):

@@ -34,7 +34,6 @@ import numpy as np
 
 from . import FOUR_BAR, G, PeerRun, four_bar_start, probe
 
-PEER = "exudyn"
 INTEGRATORS = ("rk4", "implicit")
 
 # double pendulum: two uniform rods
@@ -76,7 +75,6 @@ def double_pendulum(t_end: float, dt: float, integrator: str, repeat: int = 3,
         setup = (f"ObjectKinematicTree, 2 RevoluteZ joints (minimal coordinates), "
                  f"RK44, dt={dt:g}")
         notes = "open chain in joint coordinates: no constraints to enforce"
-        extra = {"model": "ObjectKinematicTree"}
     else:
         L, m = DP_LENGTH, DP_MASS
         u1 = (math.sin(th0[0]), -math.cos(th0[0]))               # rod directions
@@ -92,8 +90,7 @@ def double_pendulum(t_end: float, dt: float, integrator: str, repeat: int = 3,
         setup = (f"2 ObjectRigidBody2D + 2 ObjectJointRevolute2D, generalized-alpha index 3 "
                  f"(rho_inf 0.9), dt={dt:g}")
         notes = "Exudyn's default implicit solver: Newton on the index-3 DAE each step"
-        extra = {"model": "ObjectRigidBody2D + ObjectJointRevolute2D"}
-    return PeerRun(PEER, version(), setup, us, t, values, notes, extra)
+    return PeerRun(version(), setup, us, t, values, notes)
 
 
 def four_bar(t_end: float, dt: float, integrator: str, repeat: int = 3,
@@ -127,8 +124,6 @@ def four_bar(t_end: float, dt: float, integrator: str, repeat: int = 3,
         notes = ("soft loop: Exudyn's explicit solvers cannot enforce joints, so C is a "
                  f"penalty spring (omega*dt <= {PENALTY_OMEGA_DT:g}, damping ratio "
                  f"{PENALTY_DAMPING_RATIO:g}); the gap is its stretch (scales with dt^2)")
-        extra = {"model": "ObjectKinematicTree + ObjectConnectorCartesianSpringDamper",
-                 "penalty_stiffness": k, "penalty_damping": d}
     else:
         mbs, sc, sensors, markers = _bodies2d(exu, [
             ((b_pt[0] / 2, b_pt[1] / 2), a0, l1, m),
@@ -147,9 +142,8 @@ def four_bar(t_end: float, dt: float, integrator: str, repeat: int = 3,
         setup = (f"3 ObjectRigidBody2D + 4 ObjectJointRevolute2D, generalized-alpha index 3 "
                  f"(rho_inf 0.9), dt={dt:g}")
         notes = "loop closed by Exudyn's position-level constraints (Newton tolerance)"
-        extra = {"model": "ObjectRigidBody2D + ObjectJointRevolute2D"}
     gap = np.hypot(c_coupler[0] - c_rocker[0], c_coupler[1] - c_rocker[1])
-    return PeerRun(PEER, version(), setup, us, t, {"crank": crank, "gap": gap}, notes, extra)
+    return PeerRun(version(), setup, us, t, {"crank": crank, "gap": gap}, notes)
 
 
 # --- model building -----------------------------------------------------------------------

@@ -37,14 +37,31 @@ _AXIAL = 1e-6  # inertia about a rod's own axis (kg m^2): any small positive val
 available, version = probe("mujoco")
 
 
-def _option(dt: float, integrator: str, gravity: str = f"0 {-G!r} 0") -> str:
-    """MuJoCo's ``<option>``: step, integrator, ``gravity`` (default ``G`` along -y; the
-    spatial mechanisms pass -z), contacts off."""
+def _option(dt: float, integrator: str, gravity: str) -> str:
+    """MuJoCo's ``<option>``: step, integrator, ``gravity`` (a vector, as text), contacts
+    off."""
     if integrator not in INTEGRATORS:
         raise ValueError(f"MuJoCo: unknown integrator {integrator!r}; "
                          f"choose one of {', '.join(INTEGRATORS)}")
     return (f'<option timestep="{dt!r}" integrator="{INTEGRATORS[integrator]}" '
             f'gravity="{gravity}"><flag contact="disable"/></option>')
+
+
+def _mjcf(dt: float, integrator: str, world: str, more: str = "",
+          gravity: str = f"0 {-G!r} 0") -> str:
+    """A whole model: explicit inertias, ``<option>`` (:func:`_option`; gravity ``G`` along -y
+    by default, the spatial mechanisms pass -z), the ``world``'s bodies, then ``more``
+    (actuators, equalities)."""
+    return (f'<mujoco><compiler angle="radian" inertiafromgeom="false"/>'
+            f'{_option(dt, integrator, gravity)}<worldbody>{world}</worldbody>{more}</mujoco>')
+
+
+def _soft(timeconst: float | None) -> tuple[str, str]:
+    """A ``connect`` equality's ``solref`` attribute for the time constant ``timeconst`` (None:
+    MuJoCo's default, 0.02 s), and the same in words for the set-up."""
+    if timeconst is None:
+        return "", "default solref (0.02 s)"
+    return f' solref="{timeconst!r} 1"', f"solref {timeconst:g} s"
 
 
 def _rod(name: str, length: float, mass: float, angle: float, pos=(0.0, 0.0),
@@ -119,14 +136,11 @@ def double_pendulum(t_end: float, dt: float, integrator: str, repeat: int = 3,
                     sample_every: int = 10) -> PeerRun:
     """Two hinged rods, both starting horizontal along +x (hinge angles 0)."""
     rod2 = _rod("rod2", 1.0, 1.0, 0.0, pos=(1.0, 0.0))
-    xml = (f'<mujoco><compiler angle="radian" inertiafromgeom="false"/>'
-           f'{_option(dt, integrator)}<worldbody>{_rod("rod1", 1.0, 1.0, 0.0, inner=rod2)}'
-           f'</worldbody></mujoco>')
-    model, data = _compile(xml)
+    model, data = _compile(_mjcf(dt, integrator, _rod("rod1", 1.0, 1.0, 0.0, inner=rod2)))
     us, x0, states = _run(model, data, t_end, repeat)
     t, qpos = _samples(model, data, x0, states, sample_every)
     theta1 = math.pi / 2 + qpos[:, 0]
-    return PeerRun("MuJoCo", version(), f"hinges, {INTEGRATORS[integrator]}, dt = {dt}", us, t,
+    return PeerRun(version(), f"hinges, {INTEGRATORS[integrator]}, dt = {dt}", us, t,
                    {"theta1": theta1, "theta2": theta1 + qpos[:, 1]})
 
 
@@ -138,13 +152,12 @@ def four_bar(t_end: float, dt: float, integrator: str, repeat: int = 3, sample_e
     ground, l1, l2, l3 = FOUR_BAR
     crank, coupler, rocker = four_bar_start()
     inner = _rod("coupler", l2, 1.0, coupler - crank, pos=(l1, 0.0))
-    solref = "" if timeconst is None else f' solref="{timeconst!r} 1"'
-    xml = (f'<mujoco><compiler angle="radian" inertiafromgeom="false"/>'
-           f'{_option(dt, integrator)}<worldbody>{_rod("crank", l1, 1.0, crank, inner=inner)}'
-           f'{_rod("rocker", l3, 1.0, rocker, pos=(ground, 0.0))}</worldbody><equality>'
-           f'<connect body1="coupler" body2="rocker" anchor="{l2!r} 0 0"{solref}/></equality>'
-           f'</mujoco>')
-    model, data = _compile(xml)
+    solref, soft = _soft(timeconst)
+    model, data = _compile(_mjcf(
+        dt, integrator, _rod("crank", l1, 1.0, crank, inner=inner)
+        + _rod("rocker", l3, 1.0, rocker, pos=(ground, 0.0)),
+        f'<equality><connect body1="coupler" body2="rocker" anchor="{l2!r} 0 0"{solref}/>'
+        f'</equality>'))
     us, x0, states = _run(model, data, t_end, repeat)
     t, qpos = _samples(model, data, x0, states, sample_every)
     # the gap from the angles: C by the crank and coupler, C by the rocker
@@ -154,8 +167,7 @@ def four_bar(t_end: float, dt: float, integrator: str, repeat: int = 3, sample_e
     c1 = l1 * np.stack([np.cos(a_crank), np.sin(a_crank)]) + \
         l2 * np.stack([np.cos(a_coupler), np.sin(a_coupler)])
     c2 = np.array([[ground], [0.0]]) + l3 * np.stack([np.cos(a_rocker), np.sin(a_rocker)])
-    soft = "default solref (0.02 s)" if timeconst is None else f"solref {timeconst:g} s"
-    return PeerRun("MuJoCo", version(), f"tree + connect equality, {soft}, "
+    return PeerRun(version(), f"tree + connect equality, {soft}, "
                    f"{INTEGRATORS[integrator]}, dt = {dt}", us, t,
                    {"crank": a_crank, "gap": np.hypot(*(c1 - c2))},
                    notes="soft loop: the connect constraint is a spring-damper")
@@ -173,8 +185,7 @@ def _cart_pendulum_xml(n: int, dt: float, integrator: str) -> str:
     cart = (f'<body name="cart"><joint name="slide" type="slide" axis="1 0 0"/>'
             f'<inertial pos="0 0 0" mass="0.8" diaginertia="0.0833 0.0833 0.0833"/>{inner}'
             f'</body>')
-    return (f'<mujoco><compiler angle="radian" inertiafromgeom="false"/>'
-            f'{_option(dt, integrator)}<worldbody>{cart}</worldbody></mujoco>')
+    return _mjcf(dt, integrator, cart)
 
 
 def cart_pendulum(n: int, t_end: float, dt: float, integrator: str, repeat: int = 3,
@@ -183,24 +194,24 @@ def cart_pendulum(n: int, t_end: float, dt: float, integrator: str, repeat: int 
     model, data = _compile(_cart_pendulum_xml(n, dt, integrator))
     us, x0, states = _run(model, data, t_end, repeat)
     t, qpos = _samples(model, data, x0, states, sample_every)
-    return PeerRun("MuJoCo", version(), f"slide + {n} hinges, {INTEGRATORS[integrator]}, "
+    return PeerRun(version(), f"slide + {n} hinges, {INTEGRATORS[integrator]}, "
                    f"dt = {dt}", us, t, {"x": qpos[:, 0], "angle": math.pi / 4 + qpos[:, 1]})
 
 
 def forward_us(n: int, repeat: int = 7) -> float:
     """Median µs of one ``mj_forward`` (MuJoCo's whole forward dynamics: positions, the mass
     matrix and its factorisation, velocities, accelerations) of the ``n``-link cart-pendulum
-    at its initial state, each sample a Python loop of calls lasting about 20 ms."""
+    at its initial state (:func:`~kinedyn.bench.common.per_call_us` over a Python loop of
+    calls)."""
     import mujoco
+    from ..common import per_call_us
     model, data = _compile(_cart_pendulum_xml(n, 1e-3, "rk4"))
     calls = max(2, 20_000 // n)
-    samples = []
-    for _ in range(repeat + 1):
-        t0 = time.perf_counter()
+
+    def loop():
         for _ in range(calls):
             mujoco.mj_forward(model, data)
-        samples.append((time.perf_counter() - t0) / calls * 1e6)
-    return statistics.median(samples[1:])
+    return per_call_us(loop, calls, repeat)
 
 
 def _gough_stewart_xml(dt: float, integrator: str, timeconst: float | None) -> str:
@@ -220,7 +231,7 @@ def _gough_stewart_xml(dt: float, integrator: str, timeconst: float | None) -> s
     from ...models.stewart import GS_BASE, GS_HOME, GS_PLATFORM
     home = np.array(GS_HOME, dtype=float)
     seg = 'mass="0.1" diaginertia="0.00625 0.00625 1e-05"'
-    solref = "" if timeconst is None else f' solref="{timeconst!r} 1"'
+    solref = _soft(timeconst)[0]
     legs, motors, connects = [], [], []
     for k in range(6):
         i = k + 1
@@ -243,10 +254,9 @@ def _gough_stewart_xml(dt: float, integrator: str, timeconst: float | None) -> s
         connects.append(f'<connect body1="upper{i}" body2="platform" anchor="0 0 0"{solref}/>')
     platform = (f'<body name="platform" pos="{" ".join(repr(float(v)) for v in home)}"><freejoint/>'
                 f'<inertial pos="0 0 0" mass="1.5" diaginertia="0.08 0.08 0.08"/></body>')
-    return (f'<mujoco><compiler angle="radian" inertiafromgeom="false"/>'
-            f'{_option(dt, integrator, gravity=f"0 0 {-G!r}")}<worldbody>{platform}'
-            f'{"".join(legs)}</worldbody><actuator>{"".join(motors)}</actuator>'
-            f'<equality>{"".join(connects)}</equality></mujoco>')
+    return _mjcf(dt, integrator, platform + "".join(legs),
+                 f'<actuator>{"".join(motors)}</actuator>'
+                 f'<equality>{"".join(connects)}</equality>', gravity=f"0 0 {-G!r}")
 
 
 def gough_stewart(t_end: float, dt: float, integrator: str, repeat: int = 3,
@@ -274,8 +284,8 @@ def gough_stewart(t_end: float, dt: float, integrator: str, repeat: int = 3,
         return np.array([*d.xipos[plat], gap])
 
     t, obs = _samples(model, data, x0, states, sample_every, read=read)
-    soft = "default solref (0.02 s)" if timeconst is None else f"solref {timeconst:g} s"
-    return PeerRun("MuJoCo", version(), f"6 leg trees + free platform + 6 connect equalities, "
+    soft = _soft(timeconst)[1]
+    return PeerRun(version(), f"6 leg trees + free platform + 6 connect equalities, "
                    f"{soft}, {INTEGRATORS[integrator]}, dt = {dt}", us, t,
                    {"x": obs[:, 0], "y": obs[:, 1], "z": obs[:, 2], "gap": obs[:, 3]},
                    notes="soft loops: each connect constraint is a spring-damper; the leg "

@@ -145,7 +145,7 @@ def double_pendulum(t_end: float, dt: float, integrator: str, repeat: int = 3,
         return aba(model, data, q, v, tau)
 
     us, t, qs = _run(acc, [math.pi / 2, 0.0], t_end, dt, integrator, repeat, sample_every)
-    return PeerRun("pinocchio", version(), _setup(integrator, dt, "pinocchio.aba, 2 RZ joints"),
+    return PeerRun(version(), _setup(integrator, dt, "pinocchio.aba, 2 RZ joints"),
                    us, t, {"theta1": qs[:, 0].copy(), "theta2": qs[:, 0] + qs[:, 1]},
                    notes=_LOOP_NOTE)
 
@@ -206,33 +206,26 @@ def cart_pendulum(n: int, t_end: float, dt: float, integrator: str, repeat: int 
         return aba(model, data, q, v, tau)
 
     us, t, qs = _run(acc, q0, t_end, dt, integrator, repeat, sample_every)
-    return PeerRun("pinocchio", version(),
+    return PeerRun(version(),
                    _setup(integrator, dt, f"pinocchio.aba, PX + {int(n)} RZ joints"),
                    us, t, {"x": qs[:, 0].copy(), "angle": qs[:, 1].copy()}, notes=_LOOP_NOTE)
 
 
 def aba_us(n: int, repeat: int = 7) -> float:
-    """Median µs of one ``pinocchio.aba`` call on cart-pendulum-``n`` at its initial state (a
-    tight loop of 200-2000 calls per timing, sized to ~2 ms; the median of ``repeat`` timings).
-    Raises ``MemoryError`` when Pinocchio's Data (nv^3 tensors) would not fit in memory (n = 1024
+    """Median µs of one ``pinocchio.aba`` call on cart-pendulum-``n`` at its initial state
+    (:func:`~kinedyn.bench.common.per_call_us` over a Python loop of 200 calls). Raises
+    ``MemoryError`` when Pinocchio's Data (nv^3 tensors) would not fit in memory (n = 1024
     needs ~64 GiB)."""
     import pinocchio as pin
+    from ..common import per_call_us
     model, q = _cart_pendulum_model(n)
     data, v, tau = model.createData(), np.zeros(model.nv), np.zeros(model.nv)
-    aba = pin.aba
-    aba(model, data, q, v, tau)
-    start = time.perf_counter()
-    for _ in range(20):
-        aba(model, data, q, v, tau)
-    once = (time.perf_counter() - start) / 20
-    calls = int(min(2000, max(200, 2e-3 / max(once, 1e-9))))
-    timings = []
-    for _ in range(max(1, int(repeat))):
-        start = time.perf_counter()
+    aba, calls = pin.aba, 200
+
+    def loop():
         for _ in range(calls):
             aba(model, data, q, v, tau)
-        timings.append((time.perf_counter() - start) / calls * 1e6)
-    return statistics.median(timings)
+    return per_call_us(loop, calls, repeat)
 
 
 # ---------------------------------------------------------------------------------- four-bar
@@ -259,8 +252,8 @@ def _four_bar_model():
         pin.BaumgarteCorrectorParameters(BAUMGARTE_KP, BAUMGARTE_KD))
     constraints = pin.StdVec_RigidConstraintModel()
     constraints.append(loop)
-    _, coupler, rocker = four_bar_start()
-    return model, constraints, np.array([math.pi / 2, coupler - math.pi / 2, rocker])
+    crank, coupler, rocker = four_bar_start()
+    return model, constraints, np.array([crank, coupler - crank, rocker])
 
 
 def _four_bar_gap(model, qs) -> np.ndarray:
@@ -307,10 +300,7 @@ def four_bar(t_end: float, dt: float, integrator: str, repeat: int = 3,
     notes = (f"{_LOOP_NOTE}; closed loop: RigidConstraintModel CONTACT_3D at C (coupler end - "
              f"rocker end), constraintDynamics with ProximalSettings(accuracy {PROX_ACCURACY:g}, "
              f"mu {PROX_MU:g}, max_iter {PROX_MAX_ITER}) because the planar loop's z row is "
-             f"redundant, Baumgarte Kp = {BAUMGARTE_KP:g}, Kd = {BAUMGARTE_KD:g}; "
-             f"max gap {gap.max():.2e} m")
-    return PeerRun("pinocchio", version(),
+             f"redundant, Baumgarte Kp = {BAUMGARTE_KP:g}, Kd = {BAUMGARTE_KD:g}")
+    return PeerRun(version(),
                    _setup(integrator, dt, "constraintDynamics, CONTACT_3D loop + Baumgarte"),
-                   us, t, {"crank": qs[:, 0].copy(), "gap": gap}, notes=notes,
-                   extra={"baumgarte": (BAUMGARTE_KP, BAUMGARTE_KD), "prox_mu": PROX_MU,
-                          "max_gap": float(gap.max())})
+                   us, t, {"crank": qs[:, 0].copy(), "gap": gap}, notes=notes)
