@@ -28,6 +28,15 @@ def _frame_from_z(z, x_hint):
     return np.column_stack([x, np.cross(z, x), z])
 
 
+def gs_leg(k: int):
+    """Leg ``k`` (0-5) of the Gough-Stewart at its home pose: base point B, platform point P
+    (world), and its universal joint's angles alpha (about world x) and beta (about the
+    segment's y) that turn the segment's z axis onto B -> P."""
+    B, P = np.array(GS_BASE[k]), np.array(GS_HOME) + np.array(GS_PLATFORM[k])
+    u = (P - B) / np.linalg.norm(P - B)
+    return B, P, math.atan2(-u[1], u[2]), math.asin(u[0])
+
+
 def _r(x, n=12):
     return [round(float(v), n) for v in np.ravel(x)]
 
@@ -60,7 +69,6 @@ def gough_stewart(driven: bool = False, g: float = G) -> System:
                                ("platform_mass", 1.5, "kg"), ("platform_inertia", 0.08, "kg m^2"),
                                ("g", g, "gravity (m/s^2)")):
         s.add_parameter(pname, value, text)
-    home = np.array(GS_HOME)
     s.add_body("platform", mass="platform_mass",
                inertia=["platform_inertia"] * 3, com=[0, 0, 0], position=list(GS_HOME),
                orientation=[0, 0, 0],
@@ -69,10 +77,7 @@ def gough_stewart(driven: bool = False, g: float = G) -> System:
     J = ["segment_inertia", "segment_inertia", "segment_spin_inertia"]
     for k in range(6):
         i = k + 1
-        B, P = np.array(GS_BASE[k]), home + np.array(GS_PLATFORM[k])
-        u = (P - B) / np.linalg.norm(P - B)
-        beta = math.asin(u[0])
-        alpha = math.atan2(-u[1], u[2])
+        _, P, alpha, beta = gs_leg(k)
         s.add_point("ground", f"B{i}", list(GS_BASE[k]))
         s.add_body(f"lower{i}", mass="segment_mass", inertia=J, com=[0, 0, "segment_length/2"],
                    position=list(GS_BASE[k]), orientation=_r([alpha, beta, 0]),

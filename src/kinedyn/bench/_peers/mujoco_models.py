@@ -228,19 +228,16 @@ def _gough_stewart_xml(dt: float, integrator: str, timeconst: float | None) -> s
     extending the leg, as kinedyn's joint force on the displacement). The spherical joint at
     P_k is a ``connect`` equality between the upper segment's origin and the platform, soft
     (``solref`` time constant ``timeconst``; None: MuJoCo's default, 0.02 s)."""
-    from ...models.stewart import GS_BASE, GS_HOME, GS_PLATFORM
+    from ...models.stewart import GS_HOME, gs_leg
     home = np.array(GS_HOME, dtype=float)
     seg = 'mass="0.1" diaginertia="0.00625 0.00625 1e-05"'
     solref = _soft(timeconst)[0]
     legs, motors, connects = [], [], []
     for k in range(6):
         i = k + 1
-        B = np.array(GS_BASE[k])
-        P = home + np.array(GS_PLATFORM[k])
+        B, P, alpha, beta = gs_leg(k)
         bx, by, bz = (float(v) for v in B)
         length = float(np.linalg.norm(P - B))
-        u = (P - B) / length
-        beta, alpha = math.asin(float(u[0])), math.atan2(float(-u[1]), float(u[2]))
         upper = (f'<body name="upper{i}" pos="0 0 {length!r}">'
                  f'<joint name="slide{i}" type="slide" axis="0 0 1"/>'
                  f'<inertial pos="0 0 -0.5" {seg}/></body>')
