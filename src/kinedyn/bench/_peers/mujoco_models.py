@@ -228,9 +228,13 @@ def _gough_stewart_xml(dt: float, integrator: str, timeconst: float | None) -> s
     extending the leg, as kinedyn's joint force on the displacement). The spherical joint at
     P_k is a ``connect`` equality between the upper segment's origin and the platform, soft
     (``solref`` time constant ``timeconst``; None: MuJoCo's default, 0.02 s)."""
-    from ...models.stewart import GS_HOME, gs_leg
+    from ...models.stewart import GS_HOME, gough_stewart, gs_leg
     home = np.array(GS_HOME, dtype=float)
-    seg = 'mass="0.1" diaginertia="0.00625 0.00625 1e-05"'
+    par = {e.name: float(e.value) for e in gough_stewart().parameters}  # masses, inertias
+    half = par["segment_length"] / 2
+    seg = (f'mass="{par["segment_mass"]!r}" diaginertia="{par["segment_inertia"]!r} '
+           f'{par["segment_inertia"]!r} {par["segment_spin_inertia"]!r}"')
+    plat = f'{par["platform_inertia"]!r}'
     solref = _soft(timeconst)[0]
     legs, motors, connects = [], [], []
     for k in range(6):
@@ -240,20 +244,21 @@ def _gough_stewart_xml(dt: float, integrator: str, timeconst: float | None) -> s
         length = float(np.linalg.norm(P - B))
         upper = (f'<body name="upper{i}" pos="0 0 {length!r}">'
                  f'<joint name="slide{i}" type="slide" axis="0 0 1"/>'
-                 f'<inertial pos="0 0 -0.5" {seg}/></body>')
+                 f'<inertial pos="0 0 {-half!r}" {seg}/></body>')
         legs.append(f'<body name="lower{i}" pos="{bx!r} {by!r} {bz!r}" '
                     f'euler="{alpha!r} {beta!r} 0">'
                     f'<joint name="ux{i}" type="hinge" '
                     f'axis="{math.cos(beta)!r} 0 {math.sin(beta)!r}"/>'
                     f'<joint name="uy{i}" type="hinge" axis="0 1 0"/>'
-                    f'<inertial pos="0 0 0.5" {seg}/>{upper}</body>')
+                    f'<inertial pos="0 0 {half!r}" {seg}/>{upper}</body>')
         motors.append(f'<motor name="F{i}" joint="slide{i}" gear="1"/>')
         connects.append(f'<connect body1="upper{i}" body2="platform" anchor="0 0 0"{solref}/>')
     platform = (f'<body name="platform" pos="{" ".join(repr(float(v)) for v in home)}"><freejoint/>'
-                f'<inertial pos="0 0 0" mass="1.5" diaginertia="0.08 0.08 0.08"/></body>')
+                f'<inertial pos="0 0 0" mass="{par["platform_mass"]!r}" '
+                f'diaginertia="{plat} {plat} {plat}"/></body>')
     return _mjcf(dt, integrator, platform + "".join(legs),
                  f'<actuator>{"".join(motors)}</actuator>'
-                 f'<equality>{"".join(connects)}</equality>', gravity=f"0 0 {-G!r}")
+                 f'<equality>{"".join(connects)}</equality>', gravity=f"0 0 {-par['g']!r}")
 
 
 def gough_stewart(t_end: float, dt: float, integrator: str, repeat: int = 3,
