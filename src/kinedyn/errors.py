@@ -116,6 +116,13 @@ class AssemblyError(SolverError):
     kind = "loss of assembly"
 
 
+class DivergenceError(SolverError):
+    """A fixed-step run blew up: its state stopped being finite (an explicit step too large for
+    the model's fastest motion)."""
+
+    kind = "divergence"
+
+
 class AccuracyWarning(UserWarning):
     """A run finished but its results violate the constraints by more than a run of that kind
     should (e.g. the Group Equations paper's fixed number of Newton iterations per step, taken

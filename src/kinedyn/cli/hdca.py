@@ -8,6 +8,9 @@ loop-closure errors (Figs. 12, 13). ``--precision both`` overlays float32 on flo
 """
 from __future__ import annotations
 
+import warnings
+
+from ..errors import AccuracyWarning
 from .common import add_model_argument, compile_model, output_dir, positive_float
 
 
@@ -41,12 +44,18 @@ def run(args) -> int:
     model = compile_model(args)
     record = max(1, int(round(1e-3 / args.dt)))  # record at about 1 kHz
     first = "float32" if args.precision == "float32" else "float64"
-    res = HDCA(model, integrator=args.integrator, precision=first,
-               parallel=args.parallel).simulate(args.t_end, args.dt, record_every=record)
+    with warnings.catch_warnings(record=True) as caught:  # a run's energy warning, printed
+        warnings.simplefilter("always", AccuracyWarning)
+        res = HDCA(model, integrator=args.integrator, precision=first,
+                   parallel=args.parallel).simulate(args.t_end, args.dt, record_every=record)
+        if args.precision == "both":
+            r32 = HDCA(model, integrator=args.integrator, precision="float32",
+                       parallel=args.parallel).simulate(args.t_end, args.dt,
+                                                        record_every=record)
+    for w in caught:
+        print(f"warning: {w.message}")
     extra = {}
     if args.precision == "both":
-        r32 = HDCA(model, integrator=args.integrator, precision="float32",
-                   parallel=args.parallel).simulate(args.t_end, args.dt, record_every=record)
         extra["HDCA float32"] = r32
         res.summary["float32"] = {k: r32.summary[k] for k in ("energy", "max_loop_closure")
                                   if k in r32.summary}

@@ -21,16 +21,18 @@ the loop closure -, reactions).
 from __future__ import annotations
 
 import time as _time
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 
 from .._memory import resident_zeros
-from ..errors import ModelError, SolverError
+from ..errors import AccuracyWarning, ModelError, SolverError
 from ..formulations.hamiltonian import Hamiltonian, hdca_derivative
 from ..formulations.hamiltonian import natural_map as NM
 from ..formulations import protocol
 from ..formulations.hamiltonian.kernels import evaluate_state
+from ..formulations.hamiltonian.origin import calc_momenta
 from ..io.angles import unwrap
 from ..io.results import Results
 from . import integrators as I
@@ -80,22 +82,38 @@ class HDCA:
         if self.parallel and self._team is None:
             from .hdca_team import ThreadedHDCA
             self._team = ThreadedHDCA(self.data, self.work, self.threads)
-            self._team.run(y.copy(), dt, 0, self.integrator_code, 1, out[:1].copy(),
-                           scratch)  # load (or compile) the worker kernel outside the timing
+
+        def advance(y, n, out):
+            if self.parallel:
+                return self._team.run(y, dt, n, self.integrator_code, record_every, out, scratch)
+            return I.integrate_fixed(self.data, self.work, y, t0, dt, n, self.integrator_code,
+                                     self.h.n_j, False, record_every, out, scratch)
+        advance(y.copy(), 0, out[:1].copy())  # load (or compile) the kernel outside the timing
         start = _time.perf_counter()
-        if self.parallel:
-            st, k = self._team.run(y, dt, n_steps, self.integrator_code, record_every, out,
-                                   scratch)
-        else:
-            st, k = I.integrate_fixed(self.data, self.work, y, t0, dt, n_steps,
-                                      self.integrator_code, self.h.n_j, False, record_every, out,
-                                      scratch)
+        st, k = advance(y, n_steps, out)
         wall = _time.perf_counter() - start
         if st != 0:
             raise SolverError("HDCA: singular joint constraint matrix (C of eq. 33 or eta of "
                               "eq. 43)", time=t0 + k * dt, constraints=list(self.h.joint_names))
         times = t0 + dt * record_every * np.arange(len(out))
+        I.check_finite(out, times, self.integrator, dt)
         return HDCAResults(self, times, out, wall, n_steps, dt)
+
+
+#: energy error, as a share of the largest kinetic energy of the run, above which a run warns
+ENERGY_WARNING = 0.1
+
+
+def _warn_if_energy_drifts(summary, kinetic, integrator, dt):
+    """HDCA's models conserve energy (gravity only): an :class:`~kinedyn.errors.AccuracyWarning`
+    when the run's energy error exceeds :data:`ENERGY_WARNING` of its largest kinetic energy
+    (the energy it exchanged), a run whose step is too large for its integrator."""
+    drift, scale = summary["energy"]["max_drift"], float(np.max(kinetic))
+    if scale > 0.0 and drift > ENERGY_WARNING * scale:
+        warnings.warn(AccuracyWarning(
+            f"HDCA: the energy changed by {drift:.3g} J, {drift / scale:.0%} of the largest "
+            f"kinetic energy ({scale:.3g} J), in a run that conserves it: {integrator} at dt = "
+            f"{dt:g} s is too coarse here; use a smaller step or rk4"), stacklevel=4)
 
 
 class HDCAResults(Results):
@@ -121,6 +139,7 @@ class HDCAResults(Results):
             "energy": {"initial": float(total[0]), "final": float(total[-1]),
                        "max_drift": float(np.abs(total - total[0]).max())},
         }
+        _warn_if_energy_drifts(summary, self.energy["kinetic"], run.integrator, dt)
         if h.closed:
             summary["max_loop_closure"] = {"position": float(self.closure[:, 0].max()),
                                            "angle": float(np.abs(self.closure[:, 1]).max())}
@@ -166,7 +185,12 @@ def _method_record(system, work, y, t, out):
     NM.to_natural(system.natural, work.hdca, out)
 
 
-protocol.implement_ode(HDCAMethod, _method_derivative, record=_method_record)
+def _method_momenta(system, work, q, qd, p, rate):
+    calc_momenta(system.hdca, work.hdca, q, qd, p, rate)
+
+
+protocol.implement_ode(HDCAMethod, _method_derivative, record=_method_record,
+                       momenta=_method_momenta)
 
 
 def dynamics_method(f, q_nat, qd_nat):

@@ -4,7 +4,8 @@ Each worker of a :class:`kinedyn.parallel.team.Team` runs :func:`team_worker`: e
 stages evaluate the state derivative with :func:`~kinedyn.formulations.hamiltonian.team.evaluate_part`
 (the worker's subtree of the assembly tree), and the worker applies the integrator's update to
 the entries of the joints it computed, so no other synchronisation than the evaluation's
-barriers is needed. The updates are the per-entry
+barriers is needed (semi-implicit Euler adds its momentum map, a serial pass over the chain by
+the team's leader between barriers). The updates are the per-entry
 formulas of :func:`kinedyn.dynamics.integrators.step` (same operations in the same order), so
 a threaded run equals the serial ``integrate_fixed`` run bit for bit.
 """
@@ -14,9 +15,10 @@ import numba as nb
 import numpy as np
 
 from .._unmanaged import unmanaged
+from ..formulations import protocol
 from ..formulations.hamiltonian.team import evaluate_part, make_plan
-from ..parallel.team import Team, make_sync
-from .integrators import EULER, RK4, SEMI_IMPLICIT_EULER
+from ..parallel.team import Team, barrier, make_sync
+from .integrators import EULER, RK4, SEMI_IMPLICIT_EULER, momentum_rate
 
 DERIVATIVE = -1  # "method" of a run that only evaluates the derivative n_steps times (timing)
 
@@ -27,9 +29,9 @@ def _update(method, stage, i, n, y, scratch, dt):
     if method == EULER:
         y[i] += dt * scratch[0, i]
     elif method == SEMI_IMPLICIT_EULER:
-        if stage == 0 and i >= n:
-            y[i] += dt * scratch[0, i]
-        elif stage == 1 and i < n:
+        if stage == 0:  # the trial state: q, the momenta of the new velocities
+            scratch[4, i] = y[i] + dt * scratch[0, i] if i >= n else y[i]
+        elif i < n:
             y[i] += dt * scratch[1, i]
     elif method == RK4:
         yt = scratch[4]
@@ -52,6 +54,22 @@ def _copy_joints(joints, lo, hi, n, src, dst):
         dst[n + k] = src[n + k]
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def _leader_pass(data, work, plan, w, sync, y, dt, scratch, end):
+    """Semi-implicit Euler's momentum map, a serial pass over the chain, by the team's leader
+    between two barriers (every worker's rates in, its result out to all): before the second
+    evaluation :func:`~kinedyn.dynamics.integrators.momentum_rate`, at the step's ``end`` the
+    momenta of the new velocities at the new position, as the serial step."""
+    n = data.n_j
+    barrier(sync, plan.n_workers, w)
+    if w == plan.leader:
+        if end:
+            protocol.calc_momenta(data, work, y[:n], scratch[1, :n], y[n:], scratch[2, n:])
+        else:
+            momentum_rate(data, work, y, dt, n, scratch)
+    barrier(sync, plan.n_workers, w)
+
+
 @nb.njit(cache=True, nogil=True)
 def team_worker(data_, work_, plan_, w, sync_, y_, dt, n_steps, method, record_every, out_,
                 scratch_, status_):
@@ -67,19 +85,24 @@ def team_worker(data_, work_, plan_, w, sync_, y_, dt, n_steps, method, record_e
     own, own_lo, own_hi = plan.joints, plan.joint_ptr[w], plan.joint_ptr[w + 1]
     saved = scratch[5]
     n_stages = 4 if method == RK4 else (2 if method == SEMI_IMPLICIT_EULER else 1)
+    semi_implicit = method == SEMI_IMPLICIT_EULER
     for s in range(n_steps):
         _copy_joints(own, own_lo, own_hi, n, y, saved)
         for stage in range(n_stages):
-            src = scratch[4] if method == RK4 and stage > 0 else y
+            src = scratch[4] if stage > 0 else y
             kd = scratch[stage]
             st = evaluate_part(data, work, plan, w, sync, src[:n], src[n:], kd[:n], kd[n:])
             if st != 0:
                 _copy_joints(own, own_lo, own_hi, n, saved, y)
                 status[w, 0], status[w, 1] = st, s
                 return
+            if semi_implicit and stage == 0:
+                _leader_pass(data, work, plan, w, sync, y, dt, scratch, False)
             for a in range(own_lo, own_hi):
                 _update(method, stage, own[a], n, y, scratch, dt)
                 _update(method, stage, n + own[a], n, y, scratch, dt)
+        if semi_implicit:
+            _leader_pass(data, work, plan, w, sync, y, dt, scratch, True)
         if method != DERIVATIVE and (s + 1) % record_every == 0:
             _copy_joints(own, own_lo, own_hi, n, y, out[(s + 1) // record_every])
     status[w, 0], status[w, 1] = 0, n_steps

@@ -3,8 +3,11 @@
 A *system* is any NamedTuple for which :func:`kinedyn.formulations.protocol.calc_state_derivative`
 (and optionally :func:`~kinedyn.formulations.protocol.post_step`) are implemented. The state is
 ``y = [x; v]`` with ``n_pos`` position-like entries ``x`` first. For second-order systems
-(``x' = v``, e.g. ``y = [q; qd]``) semi-implicit Euler uses the new velocity directly; for others
-(HDCA's ``[q; p]``) it evaluates the position derivative again with the new momenta.
+(``x' = v``, e.g. ``y = [q; qd]``) semi-implicit Euler uses the new velocity directly; for systems
+in canonical coordinates (HDCA's ``[q; p]``) it takes the momenta of the new velocity
+(:func:`momentum_rate`), evaluates the position derivative again with them, and maps the new
+velocity back to momenta at the new position (``protocol.calc_momenta``): the same steps as in
+``[q; qd]``.
 
 Integrators (codes): explicit Euler (0), semi-implicit (symplectic) Euler (1), classical RK4 (2).
 A whole run executes in one compiled call (:func:`integrate_fixed`); the only allocation is the
@@ -34,9 +37,44 @@ def integrator_code(name: str) -> int:
         raise UnknownNameError("integrator", name, INTEGRATORS) from None
 
 
+def diverged(integrator: str, dt: float, time: float, detail: str = ""):
+    """The :class:`~kinedyn.errors.DivergenceError` of a run whose state stopped being finite at
+    ``time`` (``detail``: where that was seen)."""
+    from ..errors import DivergenceError
+    advice = "use a smaller step" + ("" if integrator == "rk4" else " or rk4")
+    return DivergenceError(f"the state is no longer finite{detail}: {integrator} at dt = "
+                           f"{dt:g} s is unstable for this model; {advice}", time=time)
+
+
+def check_finite(states: np.ndarray, times: np.ndarray, integrator: str, dt: float) -> None:
+    """Raise :func:`diverged` at the first recorded state (a row of ``states``, recorded at
+    ``times``) that is not finite: a run that blew up must not return its numbers. Checked on
+    the records after the run: a NaN or infinity, once there, stays."""
+    bad = ~np.isfinite(states).all(axis=1)
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise diverged(integrator, dt, float(times[k]),
+                       f" (first recorded at this time; the last finite record is at t = "
+                       f"{times[max(k - 1, 0)]:.6g} s)")
+
+
 def make_scratch(n_y: int) -> np.ndarray:
     """Scratch for :func:`step`: 6 rows of length n_y (k1..k4, trial state, saved state)."""
     return np.zeros((6, n_y))
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def momentum_rate(system, work, y, dt, n_pos, scratch):
+    """Semi-implicit Euler in ``[q; p]``, between its two evaluations: ``scratch[0, n_pos:] =
+    pd - Mdot qd`` (``= M qdd``) at the state ``y`` and its derivative ``scratch[0]``, so that
+    the momenta ``p + dt M qdd`` have the velocities ``qd + dt qdd`` at ``q``: the peers'
+    ``[q; v]`` form (v += dt a; q += dt v), exactly. The explicit ``p += dt pd`` instead adds
+    ``dt M^-1 Mdot qd`` to the velocities, and that diverged on a 256-link chain at dt = 1 ms
+    (docs/hdca.md). Writes ``M qd`` and ``Mdot qd`` into ``scratch[2]``."""
+    k1, m = scratch[0], scratch[2]
+    protocol.calc_momenta(system, work, y[:n_pos], k1[:n_pos], m[:n_pos], m[n_pos:])
+    for i in range(n_pos, y.shape[0]):
+        k1[i] -= m[i]
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -69,13 +107,14 @@ def step(system, work, y, t, dt, method, n_pos, second_order, scratch):
             for i in range(n):
                 yt[i] = y[i] + c * dt * k_previous[i]
         else:
-            # semi-implicit Euler, first-order form: the new momenta first, then the position
-            # derivative evaluated again with them
+            # semi-implicit Euler in [q; p]: the momenta of the step's new velocities,
+            # p + dt (pd - Mdot qd), whose velocities (the second evaluation's qd) are
+            # qd + dt qdd (momentum_rate)
             ts = t
-            k1 = scratch[0]
-            for i in range(n_pos, n):
-                y[i] += dt * k1[i]
+            momentum_rate(system, work, y, dt, n_pos, scratch)
             yt[:] = y
+            for i in range(n_pos, n):
+                yt[i] = y[i] + dt * scratch[0, i]
         st = protocol.calc_state_derivative(system, work, yt, ts, scratch[stage])
         if st != 0:
             return st
@@ -93,6 +132,10 @@ def step(system, work, y, t, dt, method, n_pos, second_order, scratch):
             k2 = scratch[1]
             for i in range(n_pos):
                 y[i] += dt * k2[i]
+            # the momenta of those velocities at the new position: the next step reads them
+            # back as they are
+            protocol.calc_momenta(system, work, y[:n_pos], k2[:n_pos], y[n_pos:],
+                                  scratch[2, n_pos:])
     else:
         k2 = scratch[1]
         k3 = scratch[2]

@@ -169,6 +169,7 @@ class RelativeDynamics:
         wall = _time.perf_counter() - start
         LR.check(st, self.work.solver, self.f, self.t0 + k * dt)
         times = self.t0 + dt * record_every * np.arange(len(out))
+        I.check_finite(out, times, self.integrator, dt)
         return RelativeResults(times, out[:, :n], out[:, n:], wall, n_steps)
 
 

@@ -321,7 +321,7 @@ class Dynamics:
                              f"t_end={t_end}")
         if self._ran:
             self._initial_state()
-        self._ran = True
+        self._ran, self._dt = True, dt
         record_every = max(1, int(record_every))
         n_steps = int(round((t_end - self.t0) / dt))
         n_rec = n_steps // record_every + 1
@@ -340,6 +340,7 @@ class Dynamics:
             else:
                 wall, cpu = self._run_explicit(n_steps, dt, record_every, out, progress)
         times = self.t0 + dt * record_every * np.arange(n_rec)
+        I.check_finite(out, times, "index3" if self.method == "index3" else self.integrator, dt)
         return DynamicResults(self, times, out, wall, n_steps, dt, cpu=cpu)
 
     def _run_explicit(self, n_steps, dt, record_every, out, progress):
@@ -442,9 +443,11 @@ class Dynamics:
             raise SolverError("HDCA: a joint constraint matrix became singular (C of eq. 33 or "
                               "eta of eq. 43)", time=t,
                               constraints=list(self.hamiltonian.joint_names))
-        q, _ = self._full_state(y, t)
+        q, qd = self._full_state(y, t)
         names = self.f.constraint_names
         J = constraint_jacobian(self.f, q, t, self.work).toarray()[self.rows]
+        if not (np.isfinite(q).all() and np.isfinite(qd).all() and np.isfinite(J).all()):
+            raise I.diverged(self.integrator, self._dt, t, " (the step failed from there)")
         if st in (K.SINGULAR, K.REPIVOT, REPARTITION):
             rows = self.rows[singular_rows(J)] if len(self.rows) else []
             raise SolverError("the system matrix became singular (a singular configuration of "

@@ -307,5 +307,6 @@ class LaneChange:
         LR.check(st, self.work.method.solver, self.f, k * dt)
         n = self.f.n_q
         times = dt * record_every * np.arange(len(out))
+        I.check_finite(out, times, "euler", dt)
         return LaneChangeResults(times, out[:, :n], out[:, n:2 * n], out[:, 2 * n:], wall,
                                  n_steps, self.f)

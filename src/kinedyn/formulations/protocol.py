@@ -108,6 +108,12 @@ record_state = _stub("record_state")
 formulation's coordinates - into ``out`` (a method that integrates fewer coordinates, such as
 coordinate partitioning, reconstructs the full state here)."""
 
+calc_momenta = _stub("calc_momenta")
+"""calc_momenta(system, work, q, qd, p, rate): for a system integrated in canonical coordinates
+``y = [q; p]`` (HDCA), the momenta of the velocities ``qd`` at ``q``, ``p = M(q) qd``, and their
+rate at constant ``qd``, ``rate = (dM/dt) qd``: what semi-implicit Euler in its velocity form
+needs (:func:`kinedyn.dynamics.integrators.step`). Systems in ``[q; qd]`` never reach it."""
+
 # ---- linear solvers (kinedyn.linalg) ---------------------------------------------------------
 factorize = _stub("factorize")
 """factorize(solver, work, values) -> status: numeric factorisation of the matrix whose entries
@@ -141,11 +147,17 @@ def _copy_state(system, work, y, t, out):
     out[:] = y
 
 
+def _no_momenta(system, work, q, qd, p, rate):
+    pass
+
+
 _WRAPPERS = {  # dispatchers are called from these, so their argument names are free
     "system, work, y, t, ydot": lambda f: lambda system, work, y, t, ydot: f(system, work, y, t,
                                                                               ydot),
     "system, work, y, t": lambda f: lambda system, work, y, t: f(system, work, y, t),
     "system, work, y, t, out": lambda f: lambda system, work, y, t, out: f(system, work, y, t, out),
+    "system, work, q, qd, p, rate": lambda f: lambda system, work, q, qd, p, rate: f(
+        system, work, q, qd, p, rate),
 }
 
 
@@ -160,14 +172,18 @@ def _implementation(f, names: str):
     return f
 
 
-def implement_ode(cls, derivative, post=_no_post, record=_copy_state, inline="never") -> None:
+def implement_ode(cls, derivative, post=_no_post, record=_copy_state, inline="never",
+                  momenta=_no_momenta) -> None:
     """Implement the state-space protocol for a method NamedTuple ``cls``:
     ``calc_state_derivative`` by ``derivative(system, work, y, t, ydot)``, ``post_step`` by
-    ``post(system, work, y, t)`` (default: no correction) and ``record_state`` by
-    ``record(system, work, y, t, out)`` (default: the state as it is); plain Python functions
-    (compiled in place) or Numba dispatchers.
+    ``post(system, work, y, t)`` (default: no correction), ``record_state`` by
+    ``record(system, work, y, t, out)`` (default: the state as it is) and, for a system in
+    canonical coordinates, ``calc_momenta`` by ``momenta(system, work, q, qd, p, rate)``
+    (default: none; always IR-inlined, so give a plain wrapper or a function compiled with
+    :data:`kinedyn._jit.INLINED`); plain Python functions (compiled in place) or Numba
+    dispatchers.
 
-    The default post/record are always inlined. ``inline`` says how the others reach the
+    The default post/record/momenta are always inlined. ``inline`` says how the others reach the
     integrators:
 
     * ``"never"``: a real call. It copies the NamedTuples' array descriptors by value and calls
@@ -184,12 +200,14 @@ def implement_ode(cls, derivative, post=_no_post, record=_copy_state, inline="ne
     Check the result against ``"never"``: with Numba 0.68 the HDCA derivative, IR-inlined into
     the RK4 step, read every stage back as the last one's."""
     if inline == "llvm":
-        derivative, post, record = (f if f in (_no_post, _copy_state) or isinstance(f, Dispatcher)
-                                    else nb.njit(**INLINED)(f) for f in (derivative, post, record))
+        derivative, post, record, momenta = (
+            f if f in (_no_post, _copy_state, _no_momenta) or isinstance(f, Dispatcher)
+            else nb.njit(**INLINED)(f) for f in (derivative, post, record, momenta))
         inline = "always"
     derivative = _implementation(derivative, "system, work, y, t, ydot")
     post = _implementation(post, "system, work, y, t")
     record = _implementation(record, "system, work, y, t, out")
+    momenta = _implementation(momenta, "system, work, q, qd, p, rate")
 
     def ov_derivative(system, work, y, t, ydot):
         if is_type(system, cls):
@@ -202,10 +220,15 @@ def implement_ode(cls, derivative, post=_no_post, record=_copy_state, inline="ne
     def ov_record(system, work, y, t, out):
         if is_type(system, cls):
             return record
+
+    def ov_momenta(system, work, q, qd, p, rate):
+        if is_type(system, cls):
+            return momenta
     trivial = "always"  # the default post/record: inlined, no call copying the system
     _overload(calc_state_derivative, inline)(ov_derivative)
     _overload(post_step, trivial if post is _no_post else inline)(ov_post)
     _overload(record_state, trivial if record is _copy_state else inline)(ov_record)
+    _overload(calc_momenta, "always")(ov_momenta)
 
 
 def _overload(generic, inline: str):

@@ -24,6 +24,7 @@ from ...errors import ModelError, SolverError
 from ...model.compiled import JOINT_CODE, CompiledModel
 from ...topology import Topology, balanced_tree, serial_chain
 from . import kernels as K
+from . import origin  # noqa: F401  (registers HDCA's compiled protocol)
 from .kernels import HDCAData, HDCAWork, hdca_derivative, make_work, trajectory_outputs
 
 __all__ = ["Hamiltonian", "HDCAData", "HDCAWork", "hdca_derivative"]

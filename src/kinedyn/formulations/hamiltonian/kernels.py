@@ -30,7 +30,6 @@ import numpy as np
 
 from ..._unmanaged import unmanaged
 from ...linalg.inversion import inverse_2x2, ldup_inverse
-from .. import protocol
 
 REVOLUTE, PRISMATIC = 0, 1
 
@@ -61,6 +60,21 @@ class HDCAData(NamedTuple):
     level_ptr: np.ndarray   # (n_level + 1,)
     level_nodes: np.ndarray  # (n_b - 1,)
     height: np.ndarray      # (n_node,) 0 for leaves
+
+
+class OriginWork(NamedTuple):
+    """Scratch of the passes at the world origin (:mod:`.origin`)."""
+    s: np.ndarray      # (n_j, 3) joint axes
+    I: np.ndarray      # (n_b, 3, 3) body inertias (the dense pass: then composite inertias)
+    V: np.ndarray      # (n_b, 3) body velocities
+    A: np.ndarray      # (n_b, 3) bias accelerations (the joint accelerations zero)
+    F: np.ndarray      # (n_b, 3) rates of the bodies' momenta I V at those accelerations
+
+
+def make_origin_work(n_b: int, n_j: int, dtype) -> OriginWork:
+    return OriginWork(np.zeros((n_j, 3), dtype), np.zeros((n_b, 3, 3), dtype),
+                      np.zeros((n_b, 3), dtype), np.zeros((n_b, 3), dtype),
+                      np.zeros((n_b, 3), dtype))
 
 
 class HDCAWork(NamedTuple):
@@ -96,6 +110,7 @@ class HDCAWork(NamedTuple):
     ldup: np.ndarray    # (4, 4, 4) LDUP scratch
     piv: np.ndarray     # (4,) int64
     sigma: np.ndarray   # (4,) base-connection multipliers
+    spatial: OriginWork  # the spatial quantities at the world origin (.origin)
 
 
 def make_work(data: HDCAData) -> HDCAWork:
@@ -109,7 +124,8 @@ def make_work(data: HDCAData) -> HDCAWork:
                     z(nn, 2), z(nn, 3, 3), z(nn, 3, 3), z(nn, 3, 3), z(nn, 3), z(nn, 3), z(nn, 3),
                     z(nn, 3, 2), z(nn, 3, 2), z(nn, 2, 2), z(nn, 2, 2), z(nn, 2, 3), z(nn, 2, 3),
                     z(nn, 2), z(nn, 3), z(nn, 3), z(nn, 3), z(nn, 3), z(nb_, 3), z(nb_, 3),
-                    z(4, 4), z(4, 4), z(4, 4, 4), np.zeros(4, np.int64), z(4))
+                    z(4, 4), z(4, 4), z(4, 4, 4), np.zeros(4, np.int64), z(4),
+                    make_origin_work(nb_, nj, dt))
 
 
 # ---- forward kinematics ---------------------------------------------------------------------------
@@ -470,14 +486,6 @@ def evaluate_state(data, work, y, ydot) -> int:
     n = data.n_j
     return evaluate(unmanaged(data), unmanaged(work), unmanaged(y[:n]), unmanaged(y[n:]),
                     unmanaged(ydot[:n]), unmanaged(ydot[n:]))
-
-
-# ---- the compiled protocol: HDCA is itself an ODE on y = [q; p] -------------------------------------
-def _derivative(system, work, y, t, ydot):
-    return evaluate_state(system, work, y, ydot)
-
-
-protocol.implement_ode(HDCAData, _derivative)
 
 
 # ---- whole-trajectory outputs -------------------------------------------------------------------------

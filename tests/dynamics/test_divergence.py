@@ -1,0 +1,51 @@
+"""A run that blows up says so: a fixed-step integration whose state stops being finite
+raises :class:`DivergenceError` with the time, the integrator and the step, instead of
+returning its numbers (or failing later inside NumPy); an HDCA run that loses its energy
+(its models conserve it) warns."""
+import warnings
+
+import numpy as np
+import pytest
+
+from kinedyn.dynamics import Dynamics
+from kinedyn.dynamics.hdca import HDCA
+from kinedyn.errors import AccuracyWarning, DivergenceError
+from kinedyn.models import get
+
+
+@pytest.fixture(scope="module")
+def pendulum():
+    return get("double-pendulum").compile()
+
+
+def test_hdca_run_that_blows_up_raises(pendulum):
+    """Explicit Euler at dt = 0.05 s on the double pendulum (released horizontal) gains energy
+    every step; its state overflows after about 8 s."""
+    with pytest.raises(DivergenceError, match=r"euler at dt = 0.05 s .* smaller step or rk4") as e:
+        HDCA(pendulum, integrator="euler").simulate(20.0, 0.05)
+    assert 1.0 < e.value.time < 20.0
+    with pytest.raises(DivergenceError, match=r"rk4 at dt = 0.5 s .*use a smaller step$"):
+        HDCA(pendulum).simulate(20.0, 0.5)
+
+
+def test_hdca_run_that_loses_its_energy_warns(pendulum):
+    """Euler at dt = 0.02 s: finite, but the energy it conserves changed by most of the energy
+    exchanged; RK4 at 1 ms does not warn."""
+    with pytest.warns(AccuracyWarning, match=r"HDCA: the energy changed by .* euler at dt = 0.02"):
+        res = HDCA(pendulum, integrator="euler").simulate(20.0, 0.02)
+    E, T = res.channel("energy.total"), res.channel("energy.kinetic")
+    assert np.isfinite(E).all() and np.abs(E - E[0]).max() > 0.1 * T.max()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        res = HDCA(pendulum).simulate(2.0, 1e-3)
+    E = res.channel("energy.total")
+    assert np.abs(E - E[0]).max() < 1e-6 * res.channel("energy.kinetic").max()
+
+
+def test_dynamics_run_that_blows_up_raises(pendulum):
+    """The augmented method with Euler at dt = 0.05 s: its projection fails on a state that is
+    no longer finite. That is reported as the divergence it is (it used to end in NumPy's
+    "SVD did not converge" while the failure was diagnosed)."""
+    with pytest.raises(DivergenceError, match=r"euler at dt = 0.05 s") as e:
+        Dynamics(pendulum, method="augmented", integrator="euler").simulate(200.0, 0.05)
+    assert 1.0 < e.value.time < 200.0
