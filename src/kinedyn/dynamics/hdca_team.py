@@ -55,7 +55,7 @@ def _copy_joints(joints, lo, hi, n, src, dst):
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def _leader_pass(data, work, plan, w, sync, y, dt, scratch, end):
+def _leader_pass(data, work, plan, w, sync, y, scratch, end):
     """Semi-implicit Euler's momentum map, a serial pass over the chain, by the team's leader
     between two barriers (every worker's rates in, its result out to all): before the second
     evaluation :func:`~kinedyn.dynamics.integrators.momentum_rate`, at the step's ``end`` the
@@ -66,7 +66,7 @@ def _leader_pass(data, work, plan, w, sync, y, dt, scratch, end):
         if end:
             protocol.calc_momenta(data, work, y[:n], scratch[1, :n], y[n:], scratch[2, n:])
         else:
-            momentum_rate(data, work, y, dt, n, scratch)
+            momentum_rate(data, work, y, n, scratch)
     barrier(sync, plan.n_workers, w)
 
 
@@ -97,12 +97,12 @@ def team_worker(data_, work_, plan_, w, sync_, y_, dt, n_steps, method, record_e
                 status[w, 0], status[w, 1] = st, s
                 return
             if semi_implicit and stage == 0:
-                _leader_pass(data, work, plan, w, sync, y, dt, scratch, False)
+                _leader_pass(data, work, plan, w, sync, y, scratch, False)
             for a in range(own_lo, own_hi):
                 _update(method, stage, own[a], n, y, scratch, dt)
                 _update(method, stage, n + own[a], n, y, scratch, dt)
         if semi_implicit:
-            _leader_pass(data, work, plan, w, sync, y, dt, scratch, True)
+            _leader_pass(data, work, plan, w, sync, y, scratch, True)
         if method != DERIVATIVE and (s + 1) % record_every == 0:
             _copy_joints(own, own_lo, own_hi, n, y, out[(s + 1) // record_every])
     status[w, 0], status[w, 1] = 0, n_steps

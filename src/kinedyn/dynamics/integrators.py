@@ -64,11 +64,12 @@ def make_scratch(n_y: int) -> np.ndarray:
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def momentum_rate(system, work, y, dt, n_pos, scratch):
+def momentum_rate(system, work, y, n_pos, scratch):
     """Semi-implicit Euler in ``[q; p]``, between its two evaluations: ``scratch[0, n_pos:] =
     pd - Mdot qd`` (``= M qdd``) at the state ``y`` and its derivative ``scratch[0]``, so that
     the momenta ``p + dt M qdd`` have the velocities ``qd + dt qdd`` at ``q``: the peers'
-    ``[q; v]`` form (v += dt a; q += dt v), exactly. The explicit ``p += dt pd`` instead adds
+    ``[q; v]`` form (v += dt a; q += dt v), exactly for open chains (a closed chain's: without
+    its loop's curvature term, docs/hdca.md). The explicit ``p += dt pd`` instead adds
     ``dt M^-1 Mdot qd`` to the velocities, and that diverged on a 256-link chain at dt = 1 ms
     (docs/hdca.md). Writes ``M qd`` and ``Mdot qd`` into ``scratch[2]``."""
     k1, m = scratch[0], scratch[2]
@@ -111,7 +112,7 @@ def step(system, work, y, t, dt, method, n_pos, second_order, scratch):
             # p + dt (pd - Mdot qd), whose velocities (the second evaluation's qd) are
             # qd + dt qdd (momentum_rate)
             ts = t
-            momentum_rate(system, work, y, dt, n_pos, scratch)
+            momentum_rate(system, work, y, n_pos, scratch)
             yt[:] = y
             for i in range(n_pos, n):
                 yt[i] = y[i] + dt * scratch[0, i]
