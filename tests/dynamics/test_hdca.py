@@ -17,7 +17,8 @@ from kinedyn.dynamics import integrators as I
 from kinedyn.dynamics.hdca import HDCA
 from kinedyn.dynamics.hdca_team import ThreadedHDCA
 from kinedyn.errors import AccuracyWarning, ModelError
-from kinedyn.formulations.hamiltonian import Hamiltonian
+from kinedyn.formulations.hamiltonian import Hamiltonian, hdca_derivative
+from kinedyn.formulations.hamiltonian.kernels import hdca_derivative_momenta
 from kinedyn.formulations.hamiltonian.dense import make_dense, mass_and_bias
 from kinedyn.formulations.hamiltonian.origin import momenta
 from kinedyn.formulations.hamiltonian.team import make_plan
@@ -95,6 +96,24 @@ def test_momentum_map(name):
         ends.append(pe)
     fd = (ends[0] - ends[1]) / (2 * eps)
     assert np.abs(rate).max() > 1e-2 and np.abs(rate - fd).max() < 1e-7 * np.abs(rate).max()
+
+
+@pytest.mark.parametrize("name", ["cart-pendulum-37", "four-bar", "double-pendulum"])
+def test_evaluation_at_the_same_position_is_the_full_one(name):
+    """``hdca_derivative_momenta``: the momentum-dependent passes alone, after a full
+    evaluation at the same q with other momenta (semi-implicit Euler's second evaluation),
+    give the full evaluation's qd and pd bit for bit."""
+    h = Hamiltonian(get(name).compile())
+    work = h.make_work()
+    rng = np.random.default_rng(3)
+    q = h.q0 + 0.1 * rng.normal(size=h.n_j)
+    p1, p2 = rng.normal(size=h.n_j), rng.normal(size=h.n_j)
+    out = [np.zeros(h.n_j) for _ in range(4)]
+    assert hdca_derivative(h.data, work, q, p1, out[0], out[1]) == 0
+    assert hdca_derivative_momenta(h.data, work, p2, out[2], out[3]) == 0
+    qd, pd = h.state_derivative(q, p2)
+    assert not np.array_equal(out[0], qd)  # other momenta, other rates
+    assert np.array_equal(out[2], qd) and np.array_equal(out[3], pd)
 
 
 def _semi_implicit(h, t_end, dt, record_every):

@@ -31,7 +31,7 @@ from ..errors import AccuracyWarning, ModelError, SolverError
 from ..formulations.hamiltonian import Hamiltonian, hdca_derivative
 from ..formulations.hamiltonian import natural_map as NM
 from ..formulations import protocol
-from ..formulations.hamiltonian.kernels import evaluate_state
+from ..formulations.hamiltonian.kernels import evaluate_state, evaluate_state_momenta
 from ..formulations.hamiltonian.origin import calc_momenta
 from ..io.angles import unwrap
 from ..io.results import Results
@@ -189,8 +189,12 @@ def _method_momenta(system, work, q, qd, p, rate):
     calc_momenta(system.hdca, work.hdca, q, qd, p, rate)
 
 
+def _method_derivative_same_position(system, work, y, t, ydot):
+    return evaluate_state_momenta(system.hdca, work.hdca, y, ydot)
+
+
 protocol.implement_ode(HDCAMethod, _method_derivative, record=_method_record,
-                       momenta=_method_momenta)
+                       momenta=_method_momenta, same_position=_method_derivative_same_position)
 
 
 def dynamics_method(f, q_nat, qd_nat):

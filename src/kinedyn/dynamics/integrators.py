@@ -5,9 +5,9 @@ A *system* is any NamedTuple for which :func:`kinedyn.formulations.protocol.calc
 ``y = [x; v]`` with ``n_pos`` position-like entries ``x`` first. For second-order systems
 (``x' = v``, e.g. ``y = [q; qd]``) semi-implicit Euler uses the new velocity directly; for systems
 in canonical coordinates (HDCA's ``[q; p]``) it takes the momenta of the new velocity
-(:func:`momentum_rate`), evaluates the position derivative again with them, and maps the new
-velocity back to momenta at the new position (``protocol.calc_momenta``): the same steps as in
-``[q; qd]``.
+(:func:`momentum_rate`), evaluates the position derivative again with them at the same position
+(``protocol.calc_state_derivative_same_position``), and maps the new velocity back to momenta at
+the new position (``protocol.calc_momenta``): the same steps as in ``[q; qd]``.
 
 Integrators (codes): explicit Euler (0), semi-implicit (symplectic) Euler (1), classical RK4 (2).
 A whole run executes in one compiled call (:func:`integrate_fixed`); the only allocation is the
@@ -116,7 +116,10 @@ def step(system, work, y, t, dt, method, n_pos, second_order, scratch):
             yt[:] = y
             for i in range(n_pos, n):
                 yt[i] = y[i] + dt * scratch[0, i]
-        st = protocol.calc_state_derivative(system, work, yt, ts, scratch[stage])
+        if stage == 1 and method == SEMI_IMPLICIT_EULER:  # (first order) q as at stage 0
+            st = protocol.calc_state_derivative_same_position(system, work, yt, ts, scratch[1])
+        else:
+            st = protocol.calc_state_derivative(system, work, yt, ts, scratch[stage])
         if st != 0:
             return st
     k1 = scratch[0]

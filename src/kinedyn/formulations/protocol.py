@@ -99,6 +99,13 @@ calc_state_derivative = _stub("calc_state_derivative")
 side a fixed-step integrator advances. ``system`` is a *method* NamedTuple (for example the
 augmented method over natural coordinates) or a formulation that is itself an ODE (HDCA)."""
 
+calc_state_derivative_same_position = _stub("calc_state_derivative_same_position")
+"""calc_state_derivative_same_position(system, work, y, t, ydot) -> status: calc_state_derivative
+where ``y``'s positions are those of the last calc_state_derivative call (only its other
+entries changed), so that position-dependent work can be reused: semi-implicit Euler's second
+evaluation for a system in canonical coordinates ``[q; p]`` (HDCA). Such systems must
+implement it; for the others it is never reached and returns status 99."""
+
 post_step = _stub("post_step")
 """post_step(system, work, y, t) -> status: correction after each accepted step (projection onto
 the constraint manifold, re-solution of dependent coordinates). Methods without one return 0."""
@@ -151,6 +158,10 @@ def _no_momenta(system, work, q, qd, p, rate):
     pass
 
 
+def _no_same_position(system, work, y, t, ydot):
+    return 99
+
+
 _WRAPPERS = {  # dispatchers are called from these, so their argument names are free
     "system, work, y, t, ydot": lambda f: lambda system, work, y, t, ydot: f(system, work, y, t,
                                                                               ydot),
@@ -173,15 +184,16 @@ def _implementation(f, names: str):
 
 
 def implement_ode(cls, derivative, post=_no_post, record=_copy_state, inline="never",
-                  momenta=_no_momenta) -> None:
+                  momenta=_no_momenta, same_position=_no_same_position) -> None:
     """Implement the state-space protocol for a method NamedTuple ``cls``:
     ``calc_state_derivative`` by ``derivative(system, work, y, t, ydot)``, ``post_step`` by
     ``post(system, work, y, t)`` (default: no correction), ``record_state`` by
     ``record(system, work, y, t, out)`` (default: the state as it is) and, for a system in
     canonical coordinates, ``calc_momenta`` by ``momenta(system, work, q, qd, p, rate)``
     (default: none; always IR-inlined, so give a plain wrapper or a function compiled with
-    :data:`kinedyn._jit.INLINED`); plain Python functions (compiled in place) or Numba
-    dispatchers.
+    :data:`kinedyn._jit.INLINED`) and ``calc_state_derivative_same_position`` by
+    ``same_position(system, work, y, t, ydot)`` (default: none, status 99); plain Python
+    functions (compiled in place) or Numba dispatchers.
 
     The default post/record/momenta are always inlined. ``inline`` says how the others reach the
     integrators:
@@ -200,14 +212,16 @@ def implement_ode(cls, derivative, post=_no_post, record=_copy_state, inline="ne
     Check the result against ``"never"``: with Numba 0.68 the HDCA derivative, IR-inlined into
     the RK4 step, read every stage back as the last one's."""
     if inline == "llvm":
-        derivative, post, record, momenta = (
-            f if f in (_no_post, _copy_state, _no_momenta) or isinstance(f, Dispatcher)
-            else nb.njit(**INLINED)(f) for f in (derivative, post, record, momenta))
+        derivative, post, record, momenta, same_position = (
+            f if f in (_no_post, _copy_state, _no_momenta, _no_same_position)
+            or isinstance(f, Dispatcher) else nb.njit(**INLINED)(f)
+            for f in (derivative, post, record, momenta, same_position))
         inline = "always"
     derivative = _implementation(derivative, "system, work, y, t, ydot")
     post = _implementation(post, "system, work, y, t")
     record = _implementation(record, "system, work, y, t, out")
     momenta = _implementation(momenta, "system, work, q, qd, p, rate")
+    same_position = _implementation(same_position, "system, work, y, t, ydot")
 
     def ov_derivative(system, work, y, t, ydot):
         if is_type(system, cls):
@@ -224,11 +238,17 @@ def implement_ode(cls, derivative, post=_no_post, record=_copy_state, inline="ne
     def ov_momenta(system, work, q, qd, p, rate):
         if is_type(system, cls):
             return momenta
+
+    def ov_same_position(system, work, y, t, ydot):
+        if is_type(system, cls):
+            return same_position
     trivial = "always"  # the default post/record: inlined, no call copying the system
     _overload(calc_state_derivative, inline)(ov_derivative)
     _overload(post_step, trivial if post is _no_post else inline)(ov_post)
     _overload(record_state, trivial if record is _copy_state else inline)(ov_record)
     _overload(calc_momenta, "always")(ov_momenta)
+    _overload(calc_state_derivative_same_position,
+              "always" if same_position is _no_same_position else inline)(ov_same_position)
 
 
 def _overload(generic, inline: str):

@@ -193,6 +193,13 @@ def forward_kinematics(data, work, q, lo, hi):
 def leaf(data, work, b, p):
     """xi of chain body ``b`` between its handles, with the joint momenta p_b (handle 1) and
     -p_(b+1) (handle 2) of eq. (7) folded into xi10, xi20 (eqs. 17-18)."""
+    leaf_coefficients(data, work, b)
+    leaf_momenta(data, work, b, p)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def leaf_coefficients(data, work, b):
+    """The position-dependent part of :func:`leaf`: xi11, xi12, xi22 (eqs. 13-16), load Q1."""
     mi, ji = data.inv_mass[b], data.inv_inertia[b]
     x1, y1 = work.h1[b, 0], work.h1[b, 1]
     wx, wy = -(work.cw[b, 1] - y1), work.cw[b, 0] - x1         # w = Omega s_1C
@@ -217,6 +224,17 @@ def leaf(data, work, b, p):
         f[0, j] = e[0, j] + zx * e[2, j]
         f[1, j] = e[1, j] + zy * e[2, j]
         f[2, j] = e[2, j]
+    m = data.mass[b]
+    fx, fy = m * data.gravity[0], m * data.gravity[1]                    # eq. 38: S_1C Q_C
+    work.Q1[b, 0], work.Q1[b, 1], work.Q1[b, 2] = fx, fy, wx * fx + wy * fy
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def leaf_momenta(data, work, b, p):
+    """The momentum-dependent part of :func:`leaf`: xi10, xi20 (eqs. 17-18)."""
+    x1, y1 = work.h1[b, 0], work.h1[b, 1]
+    zx, zy = -(work.h2[b, 1] - y1), work.h2[b, 0] - x1         # z = Omega s_12
+    a = work.xi11[b]
     # g = H_1 p_1 - S_12 H_2 p_2 (eqs. 7, 9, 17)
     H1 = work.H[b]
     g0, g1, g2 = H1[0] * p[b], H1[1] * p[b], H1[2] * p[b]
@@ -232,14 +250,22 @@ def leaf(data, work, b, p):
     work.xi20[b, 0] = v[0] + zx * v[2]                                     # eq. 18: S_12^T xi10
     work.xi20[b, 1] = v[1] + zy * v[2]
     work.xi20[b, 2] = v[2]
-    m = data.mass[b]
-    fx, fy = m * data.gravity[0], m * data.gravity[1]                    # eq. 38: S_1C Q_C
-    work.Q1[b, 0], work.Q1[b, 1], work.Q1[b, 2] = fx, fy, wx * fx + wy * fy
 
 
 # ---- assembly of two (compound) bodies (eqs. 27-37, 39) -------------------------------------------
 @nb.njit(cache=True, nogil=True, inline="always")
 def assemble(data, work, c):
+    """Node ``c`` from its children: 1 if its C is singular."""
+    st = assemble_coefficients(data, work, c)
+    if st == 0:
+        assemble_momenta(data, work, c)
+    return st
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def assemble_coefficients(data, work, c):
+    """The position-dependent part of :func:`assemble`: E, C, W (eqs. 33, 35-36), the node's
+    xi11, xi12, xi22 (eqs. 27-32), load and handles (eq. 39)."""
     A, B, k = data.left[c], data.right[c], data.node_joint[c]
     D = work.D[k]
     EA, EB = work.EA[c], work.EB[c]
@@ -263,24 +289,16 @@ def assemble(data, work, c):
     for i in range(2):
         for j in range(2):
             C[i, j] = -C[i, j]   # eq. 33
-    b0 = b1 = 0.0            # eq. 34: b = D^T (xi10^B - xi20^A)
-    for r in range(3):
-        d = work.xi10[B, r] - work.xi20[A, r]
-        b0 += D[r, 0] * d
-        b1 += D[r, 1] * d
-    WA, WB, be = work.WA[c], work.WB[c], work.beta[c]
-    for i in range(2):       # eqs. 35-37: W_A = C E_A^T, W_B = C E_B^T, beta = C b
+    WA, WB = work.WA[c], work.WB[c]
+    for i in range(2):       # eqs. 35-36: W_A = C E_A^T, W_B = C E_B^T
         for j in range(3):
             WA[i, j] = C[i, 0] * EA[j, 0] + C[i, 1] * EA[j, 1]
             WB[i, j] = C[i, 0] * EB[j, 0] + C[i, 1] * EB[j, 1]
-        be[i] = C[i, 0] * b0 + C[i, 1] * b1
-    for i in range(3):       # eqs. 27-32 with W_A, W_B, beta-hat
+    for i in range(3):       # eqs. 27-32 with W_A, W_B
         for j in range(3):
             work.xi11[c, i, j] = work.xi11[A, i, j] + EA[i, 0] * WA[0, j] + EA[i, 1] * WA[1, j]
             work.xi12[c, i, j] = -(EA[i, 0] * WB[0, j] + EA[i, 1] * WB[1, j])
             work.xi22[c, i, j] = work.xi22[B, i, j] + EB[i, 0] * WB[0, j] + EB[i, 1] * WB[1, j]
-        work.xi10[c, i] = work.xi10[A, i] - (EA[i, 0] * be[0] + EA[i, 1] * be[1])
-        work.xi20[c, i] = work.xi20[B, i] + (EB[i, 0] * be[0] + EB[i, 1] * be[1])
     zx = -(work.h2[A, 1] - work.h1[A, 1])    # eq. 39: Q1^C = Q1^A + S_12^A Q1^B
     zy = work.h2[A, 0] - work.h1[A, 0]
     qb = work.Q1[B]
@@ -290,6 +308,26 @@ def assemble(data, work, c):
     work.h1[c, 0], work.h1[c, 1] = work.h1[A, 0], work.h1[A, 1]
     work.h2[c, 0], work.h2[c, 1] = work.h2[B, 0], work.h2[B, 1]
     return 0
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def assemble_momenta(data, work, c):
+    """The momentum-dependent part of :func:`assemble`: b, beta (eqs. 34, 37), the node's
+    xi10, xi20 (eqs. 27-32)."""
+    A, B, k = data.left[c], data.right[c], data.node_joint[c]
+    D = work.D[k]
+    EA, EB, C = work.EA[c], work.EB[c], work.C[c]
+    b0 = b1 = 0.0            # eq. 34: b = D^T (xi10^B - xi20^A)
+    for r in range(3):
+        d = work.xi10[B, r] - work.xi20[A, r]
+        b0 += D[r, 0] * d
+        b1 += D[r, 1] * d
+    be = work.beta[c]
+    for i in range(2):       # eq. 37: beta = C b
+        be[i] = C[i, 0] * b0 + C[i, 1] * b1
+    for i in range(3):       # eqs. 27-32, beta-hat
+        work.xi10[c, i] = work.xi10[A, i] - (EA[i, 0] * be[0] + EA[i, 1] * be[1])
+        work.xi20[c, i] = work.xi20[B, i] + (EB[i, 0] * be[0] + EB[i, 1] * be[1])
 
 
 # ---- base connection (eqs. 40-44) -----------------------------------------------------------------
@@ -307,15 +345,40 @@ def _dtxd(D1, X, D2, out, r0, c0):
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def base_connection(data, work):
+    """The root's connection to the base: 1 if eta is singular."""
+    st = base_coefficients(data, work)
+    if st == 0:
+        base_momenta(data, work)
+    return st
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def base_coefficients(data, work):
+    """The position-dependent part of :func:`base_connection`: eta and its inverse (eqs. 40,
+    43: 2 x 2 for an open chain, 4 x 4 by LDUP for a closed one)."""
     r = data.left.shape[0] - 1
     D1 = work.D[0]
-    sig = work.sigma
+    if not data.closed:
+        _dtxd(D1, work.xi11[r], D1, work.eta, 0, 0)
+        return inverse_2x2(work.eta, work.eta_inv)
+    D2 = work.D[data.n_b]
+    _dtxd(D1, work.xi11[r], D1, work.eta, 0, 0)
+    _dtxd(D1, work.xi12[r], D2, work.eta, 0, 2)
+    _dtxd(D2, work.xi22[r], D2, work.eta, 2, 2)
+    for i in range(2):
+        for j in range(2):
+            work.eta[2 + i, j] = work.eta[j, 2 + i]   # xi21 = xi12^T
+    return ldup_inverse(work.eta, work.eta_inv, work.ldup, work.piv)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def base_momenta(data, work):
+    """The momentum-dependent part of :func:`base_connection`: the multipliers sigma (eqs. 41,
+    44) and the root's impulses and loads."""
+    r = data.left.shape[0] - 1
+    D1 = work.D[0]
+    sig, inv = work.sigma, work.eta_inv
     if not data.closed:     # eqs. 40-41: sigma = -(D^T xi11 D)^-1 D^T xi10
-        eta, inv = work.eta, work.eta_inv
-        _dtxd(D1, work.xi11[r], D1, eta, 0, 0)
-        st = inverse_2x2(eta, inv)
-        if st != 0:
-            return st
         z0 = D1[0, 0] * work.xi10[r, 0] + D1[1, 0] * work.xi10[r, 1] + D1[2, 0] * work.xi10[r, 2]
         z1 = D1[0, 1] * work.xi10[r, 0] + D1[1, 1] * work.xi10[r, 1] + D1[2, 1] * work.xi10[r, 2]
         sig[0] = -(inv[0, 0] * z0 + inv[0, 1] * z1)
@@ -323,30 +386,20 @@ def base_connection(data, work):
         sig[2] = 0.0
         sig[3] = 0.0
         D2 = D1
-    else:                   # eqs. 42-44: both chain ends on the base, eta (4 x 4) by LDUP
+    else:                   # eqs. 42-44: both chain ends on the base
         D2 = work.D[data.n_b]
-        _dtxd(D1, work.xi11[r], D1, work.eta, 0, 0)
-        _dtxd(D1, work.xi12[r], D2, work.eta, 0, 2)
-        _dtxd(D2, work.xi22[r], D2, work.eta, 2, 2)
-        for i in range(2):
-            for j in range(2):
-                work.eta[2 + i, j] = work.eta[j, 2 + i]   # xi21 = xi12^T
-        st = ldup_inverse(work.eta, work.eta_inv, work.ldup, work.piv)
-        if st != 0:
-            return st
         for i in range(4):  # sigma = -eta^-1 zeta, zeta = [D1^T xi10; D2^T xi20]
             acc = 0.0
             for j in range(2):
                 z1 = D1[0, j] * work.xi10[r, 0] + D1[1, j] * work.xi10[r, 1] + D1[2, j] * work.xi10[r, 2]
                 z2 = D2[0, j] * work.xi20[r, 0] + D2[1, j] * work.xi20[r, 1] + D2[2, j] * work.xi20[r, 2]
-                acc += work.eta_inv[i, j] * z1 + work.eta_inv[i, 2 + j] * z2
+                acc += inv[i, j] * z1 + inv[i, 2 + j] * z2
             sig[i] = -acc
     for i in range(3):
         work.T1[r, i] = D1[i, 0] * sig[0] + D1[i, 1] * sig[1]
         work.T2[r, i] = D2[i, 0] * sig[2] + D2[i, 1] * sig[3]
         work.Qb1[r, i] = work.Q1[r, i]   # eq. 41
         work.Qb2[r, i] = 0.0
-    return 0
 
 
 # ---- disassembly (eqs. 45-48) -----------------------------------------------------------------------
@@ -427,6 +480,12 @@ def leaves(data, work, p, lo, hi):
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
+def leaves_momenta(data, work, p, lo, hi):
+    for b in range(lo, hi):
+        leaf_momenta(data, work, b, p)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
 def assemblies(data, work, nodes, lo, hi) -> int:
     """Assemble ``nodes[lo:hi]`` in order (children before parents); 1 if a C is singular."""
     for i in range(lo, hi):
@@ -466,6 +525,24 @@ def evaluate(data, work, q, p, qd, pd) -> int:
     return 0
 
 
+@nb.njit(cache=True, nogil=True, inline="always")
+def evaluate_momenta(data, work, p, qd, pd):
+    """The passes of :func:`evaluate` at the position of the last evaluation with other momenta
+    ``p``: its position-dependent results (kinematics, xi11/xi12/xi22, C, W, eta and their
+    inverses) are reused, the momentum-dependent ones (xi10/xi20, beta, sigma, impulses,
+    velocities, rates) computed by the same operations, so the result equals a full evaluation
+    bit for bit. Semi-implicit Euler's second evaluation (same q, new momenta)."""
+    leaves_momenta(data, work, p, 0, data.n_b)
+    nodes = data.level_nodes
+    for i in range(nodes.shape[0]):
+        assemble_momenta(data, work, nodes[i])
+    base_momenta(data, work)
+    disassemblies(data, work, nodes, 0, nodes.shape[0])
+    velocities(work, 0, data.n_b)
+    for k in range(data.n_j):
+        joint_rates(data, work, k, qd, pd)
+
+
 @nb.njit(cache=True, nogil=True)
 def hdca_derivative(data, work, q, p, qd, pd) -> int:
     """(qd, pd) = HDCA(q, p): status 0, or 1 when a joint's constraint matrix is singular.
@@ -486,6 +563,24 @@ def evaluate_state(data, work, y, ydot) -> int:
     n = data.n_j
     return evaluate(unmanaged(data), unmanaged(work), unmanaged(y[:n]), unmanaged(y[n:]),
                     unmanaged(ydot[:n]), unmanaged(ydot[n:]))
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def evaluate_state_momenta(data, work, y, ydot) -> int:
+    """:func:`evaluate_state` at the position of the last evaluation (``y[:n]`` is not read):
+    :func:`evaluate_momenta`."""
+    n = data.n_j
+    evaluate_momenta(unmanaged(data), unmanaged(work), unmanaged(y[n:]), unmanaged(ydot[:n]),
+                     unmanaged(ydot[n:]))
+    return 0
+
+
+@nb.njit(cache=True, nogil=True)
+def hdca_derivative_momenta(data, work, p, qd, pd) -> int:
+    """(qd, pd) = HDCA(q, p) with q of the last evaluation in ``work`` (:func:`evaluate_momenta`)."""
+    evaluate_momenta(unmanaged(data), unmanaged(work), unmanaged(p), unmanaged(qd),
+                     unmanaged(pd))
+    return 0
 
 
 # ---- whole-trajectory outputs -------------------------------------------------------------------------

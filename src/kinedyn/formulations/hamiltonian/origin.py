@@ -9,7 +9,7 @@ the dense Lagrangian reference (:mod:`.dense`: composite-rigid-body mass matrix,
 Newton-Euler bias) and the momentum map of semi-implicit Euler in ``[q; p]``
 (:func:`momenta`). Every chain body k hangs from joint k, so the passes are plain loops base
 to tip and back; a closed chain's loop-closing joint carries no body and has no momentum.
-The module also registers HDCA's compiled protocol (its derivative and momenta).
+The module also registers HDCA's compiled protocol (its derivatives and momenta).
 """
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ import numba as nb
 
 from ..._jit import INLINED
 from .. import protocol
-from .kernels import REVOLUTE, HDCAData, OriginWork, evaluate_state, forward_kinematics
+from .kernels import (REVOLUTE, HDCAData, OriginWork, evaluate_state, evaluate_state_momenta,
+                      forward_kinematics)
 
 __all__ = ["OriginWork", "axes_and_inertias", "calc_momenta", "momenta", "motion_and_forces"]
 
@@ -116,4 +117,9 @@ def _derivative(system, work, y, t, ydot):
     return evaluate_state(system, work, y, ydot)
 
 
-protocol.implement_ode(HDCAData, _derivative, momenta=calc_momenta)
+def _derivative_same_position(system, work, y, t, ydot):
+    return evaluate_state_momenta(system, work, y, ydot)
+
+
+protocol.implement_ode(HDCAData, _derivative, momenta=calc_momenta,
+                       same_position=_derivative_same_position)
