@@ -577,7 +577,8 @@ def evaluate_state_momenta(data, work, y, ydot) -> int:
 
 @nb.njit(cache=True, nogil=True)
 def hdca_derivative_momenta(data, work, p, qd, pd) -> int:
-    """(qd, pd) = HDCA(q, p) with q of the last evaluation in ``work`` (:func:`evaluate_momenta`)."""
+    """(qd, pd) = HDCA(q, p), q that of the last evaluation in ``work``
+    (:func:`evaluate_momenta`)."""
     evaluate_momenta(unmanaged(data), unmanaged(work), unmanaged(p), unmanaged(qd),
                      unmanaged(pd))
     return 0
