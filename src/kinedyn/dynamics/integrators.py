@@ -86,7 +86,9 @@ def step(system, work, y, t, dt, method, n_pos, second_order, scratch):
     step on the four-bar (measured), more than the four derivative evaluations of RK4. The
     derivative has a single call site, in a loop over the stages, because every call site is
     inlined whole: one site instead of five halved the compilation of each whole-run kernel
-    and made the steps faster (docs/architecture.md).
+    and made the steps faster (docs/architecture.md). The one other site, semi-implicit
+    Euler's second evaluation of a ``[q; p]`` system at the same position, is an empty
+    default for every other system.
     """
     n = y.shape[0]
     yt = scratch[4]
