@@ -28,7 +28,7 @@ class DynamicResults(Results):
         simulated = n_steps * dt
         summary = {
             "model": f.model.name, "analysis": "dynamics", "formulation": f.name,
-            "method": dyn.method, "integrator": dyn.integrator if dyn.method != "index3" else "hht",
+            "method": dyn.method, "integrator": dyn.integrator_run,
             "solver": dyn.solver_name, "coordinates": f.n_q, "constraints": f.n_c,
             "degrees_of_freedom": dyn.dof,
             "redundant_constraints": [f.constraint_names[r] for r in dyn.redundant],

@@ -113,6 +113,8 @@ class Dynamics:
         self.model = f.model
         self.method, self.solver_name = method, solver
         self.integrator = integrator
+        #: the integrator that runs: index3 has its own (HHT-alpha), whatever ``integrator`` says
+        self.integrator_run = "hht" if method == "index3" else integrator
         if integrator == "reference" and method != "partitioning":
             raise ModelError("the 'reference' integrator runs on the partitioned ODE: use "
                              f"method='partitioning' (got method={method!r})")
@@ -340,7 +342,7 @@ class Dynamics:
             else:
                 wall, cpu = self._run_explicit(n_steps, dt, record_every, out, progress)
         times = self.t0 + dt * record_every * np.arange(n_rec)
-        I.check_finite(out, times, "index3" if self.method == "index3" else self.integrator, dt)
+        I.check_finite(out, times, self.integrator_run, dt)
         return DynamicResults(self, times, out, wall, n_steps, dt, cpu=cpu)
 
     def _run_explicit(self, n_steps, dt, record_every, out, progress):
@@ -447,7 +449,7 @@ class Dynamics:
         names = self.f.constraint_names
         J = constraint_jacobian(self.f, q, t, self.work).toarray()[self.rows]
         if not (np.isfinite(q).all() and np.isfinite(qd).all() and np.isfinite(J).all()):
-            raise I.diverged(self.integrator, self._dt, t, " (the step failed from there)")
+            raise I.diverged(self.integrator_run, self._dt, t, " (the step failed from there)")
         if st in (K.SINGULAR, K.REPIVOT, REPARTITION):
             rows = self.rows[singular_rows(J)] if len(self.rows) else []
             raise SolverError("the system matrix became singular (a singular configuration of "
