@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -64,6 +65,18 @@ def output_dir(path: str | None, default: str) -> Path:
     except OSError as exc:
         raise ModelError(f"cannot create output folder {str(out)!r}: {exc.strerror}") from None
     return out
+
+
+@contextmanager
+def warnings_printed(label: str = "note", category=Warning):
+    """Warnings of ``category`` raised in the block, each printed after it as ``label:
+    message`` (a run's notes on the console, not Python's warning format with file and
+    line)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", category)
+        yield
+    for w in caught:
+        print(f"{label}: {w.message}")
 
 
 @contextmanager

@@ -8,10 +8,9 @@ loop-closure errors (Figs. 12, 13). ``--precision both`` overlays float32 on flo
 """
 from __future__ import annotations
 
-import warnings
-
 from ..errors import AccuracyWarning
-from .common import add_model_argument, compile_model, output_dir, positive_float
+from .common import (add_model_argument, compile_model, output_dir, positive_float,
+                     warnings_printed)
 
 
 def register(sub) -> None:
@@ -44,16 +43,13 @@ def run(args) -> int:
     model = compile_model(args)
     record = max(1, int(round(1e-3 / args.dt)))  # record at about 1 kHz
     first = "float32" if args.precision == "float32" else "float64"
-    with warnings.catch_warnings(record=True) as caught:  # a run's energy warning, printed
-        warnings.simplefilter("always", AccuracyWarning)
+    with warnings_printed("warning", AccuracyWarning):  # a run's energy warning
         res = HDCA(model, integrator=args.integrator, precision=first,
                    parallel=args.parallel).simulate(args.t_end, args.dt, record_every=record)
         if args.precision == "both":
             r32 = HDCA(model, integrator=args.integrator, precision="float32",
                        parallel=args.parallel).simulate(args.t_end, args.dt,
                                                         record_every=record)
-    for w in caught:
-        print(f"warning: {w.message}")
     extra = {}
     if args.precision == "both":
         extra["HDCA float32"] = r32

@@ -8,11 +8,9 @@ acceleration level).
 """
 from __future__ import annotations
 
-import warnings
-
 from ..errors import ModelError
 from .common import (add_model_argument, compile_model, output_dir, parameters, positive_float,
-                     progress_bar)
+                     progress_bar, warnings_printed)
 
 
 def register(sub) -> None:
@@ -91,13 +89,10 @@ def run(args) -> int:
         raise ModelError("--retune re-measures the auto-tuning: it needs --strategy auto")
     steps = check_times(args.t0, args.t_end, args.dt)
     model = compile_model(args)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with warnings_printed():
         kin = Kinematics(model, solver=args.solver, tol=args.tol, max_iter=args.max_iter,
                          fixed_iterations=args.fixed_iterations, t0=args.t0,
                          strategy=args.strategy, threads=args.threads, retune=args.retune)
-    for w in caught:
-        print(f"note: {w.message}")
     if kin.tuning is not None:
         print(kin.tuning)
     if args.plot:  # check the requested channels before the run

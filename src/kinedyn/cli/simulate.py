@@ -14,11 +14,9 @@ factor, max residuals, energy drift) and PNG plots of the energies, the residual
 """
 from __future__ import annotations
 
-import warnings
-
 from ..errors import ModelError
 from .common import (add_model_argument, load_system, output_dir, parameters, positive_float,
-                     progress_bar)
+                     progress_bar, warnings_printed)
 
 METHODS = ("augmented", "projection", "partitioning", "penalty", "index3", "hdca", "embedded")
 INTEGRATORS = ("euler", "semi-implicit-euler", "rk4", "reference")
@@ -82,12 +80,9 @@ def run(args) -> int:
         raise ModelError(f"--dt {args.dt:g} over {args.t_end:g} s gives {steps} steps (limit 10^7)")
     model = _model(args)
     integrator = "rk4" if args.method == "index3" else args.integrator
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with warnings_printed():
         dyn = Dynamics(model, method=args.method, integrator=integrator, solver=args.solver,
                        baumgarte=tuple(args.baumgarte), hht_alpha=args.hht_alpha)
-    for w in caught:
-        print(f"note: {w.message}")
     out = output_dir(args.out, f"results/{model.name}-dynamics")
     with progress_bar(f"{model.name}: {steps} steps", enabled=not args.no_progress) as update:
         res = dyn.simulate(args.t_end, args.dt, record_every=args.record_every, progress=update)
