@@ -185,8 +185,8 @@ def _method_record(system, work, y, t, out):
     NM.to_natural(system.natural, work.hdca, out)
 
 
-def _method_momenta(system, work, q, qd, p, rate):
-    calc_momenta(system.hdca, work.hdca, q, qd, p, rate)
+def _method_momenta(system, work, q, qd, p, rate, evaluated):
+    calc_momenta(system.hdca, work.hdca, q, qd, p, rate, evaluated)
 
 
 def _method_derivative_same_position(system, work, y, t, ydot):

@@ -64,7 +64,8 @@ def _leader_pass(data, work, plan, w, sync, y, scratch, end):
     barrier(sync, plan.n_workers, w)
     if w == plan.leader:
         if end:
-            protocol.calc_momenta(data, work, y[:n], scratch[1, :n], y[n:], scratch[2, n:])
+            protocol.calc_momenta(data, work, y[:n], scratch[1, :n], y[n:], scratch[2, n:],
+                                  False)
         else:
             momentum_rate(data, work, y, n, scratch)
     barrier(sync, plan.n_workers, w)

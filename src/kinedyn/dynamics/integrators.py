@@ -37,13 +37,14 @@ def integrator_code(name: str) -> int:
         raise UnknownNameError("integrator", name, INTEGRATORS) from None
 
 
-def diverged(integrator: str, dt: float, time: float, detail: str = ""):
+def diverged(integrator: str, dt: float, time: float, detail: str = "",
+             finding: str = "the state is no longer finite"):
     """The :class:`~kinedyn.errors.DivergenceError` of a run whose state stopped being finite at
-    ``time`` (``detail``: where that was seen)."""
+    ``time`` (``detail``: where that was seen; ``finding``: another sign of the divergence)."""
     from ..errors import DivergenceError
     advice = "use a smaller step" + ("" if integrator == "rk4" else " or rk4")
-    return DivergenceError(f"the state is no longer finite{detail}: {integrator} at dt = "
-                           f"{dt:g} s is unstable for this model; {advice}", time=time)
+    return DivergenceError(f"{finding}{detail}: {integrator} at dt = {dt:g} s is unstable for "
+                           f"this model; {advice}", time=time)
 
 
 def check_finite(states: np.ndarray, times: np.ndarray, integrator: str, dt: float) -> None:
@@ -71,9 +72,10 @@ def momentum_rate(system, work, y, n_pos, scratch):
     ``[q; v]`` form (v += dt a; q += dt v), exactly for open chains (a closed chain's: without
     its loop's curvature term, docs/hdca.md). The explicit ``p += dt pd`` instead adds
     ``dt M^-1 Mdot qd`` to the velocities, and that diverged on a 256-link chain at dt = 1 ms
-    (docs/hdca.md). Writes ``M qd`` and ``Mdot qd`` into ``scratch[2]``."""
+    (docs/hdca.md). Writes ``M qd`` and ``Mdot qd`` into ``scratch[2]``; the map reuses the
+    forward kinematics of the evaluation at ``y``."""
     k1, m = scratch[0], scratch[2]
-    protocol.calc_momenta(system, work, y[:n_pos], k1[:n_pos], m[:n_pos], m[n_pos:])
+    protocol.calc_momenta(system, work, y[:n_pos], k1[:n_pos], m[:n_pos], m[n_pos:], True)
     for i in range(n_pos, y.shape[0]):
         k1[i] -= m[i]
 
@@ -141,7 +143,7 @@ def step(system, work, y, t, dt, method, n_pos, second_order, scratch):
             # the momenta of those velocities at the new position: the next step reads them
             # back as they are
             protocol.calc_momenta(system, work, y[:n_pos], k2[:n_pos], y[n_pos:],
-                                  scratch[2, n_pos:])
+                                  scratch[2, n_pos:], False)
     else:
         k2 = scratch[1]
         k3 = scratch[2]

@@ -450,13 +450,23 @@ class Dynamics:
         J = constraint_jacobian(self.f, q, t, self.work).toarray()[self.rows]
         if not (np.isfinite(q).all() and np.isfinite(qd).all() and np.isfinite(J).all()):
             raise I.diverged(self.integrator_run, self._dt, t, " (the step failed from there)")
+        from ..kinematics.analysis import constraint_values
+        phi = constraint_values(self.f, q, t, self.work)
+        size = max(1.0, float(np.abs(self.f.q0).max(initial=0.0)) ** 2)
+        if np.abs(phi).max(initial=0.0) > size:
+            # constraints violated by more than the mechanism's own size (the largest initial
+            # coordinate squared: rigid-body constraints are quadratic in lengths): it came
+            # apart, and a singular matrix or a failed Newton iteration there is its symptom
+            k = int(np.argmax(np.abs(phi)))
+            raise I.diverged(self.integrator_run, self._dt, t, " (the step failed from there)",
+                             f"the mechanism came apart: constraint {names[k]} is violated by "
+                             f"{abs(phi[k]):.3g}, the coordinates reach {np.abs(q).max():.3g} "
+                             f"and the velocities {np.abs(qd).max():.3g}")
         if st in (K.SINGULAR, K.REPIVOT, REPARTITION):
             rows = self.rows[singular_rows(J)] if len(self.rows) else []
             raise SolverError("the system matrix became singular (a singular configuration of "
                               "the mechanism or a constraint set that lost rank)", time=t,
                               constraints=[names[r] for r in rows])
-        from ..kinematics.analysis import constraint_values
-        phi = constraint_values(self.f, q, t, self.work)
         raise SolverError(f"the {self.method} method failed (status {st}): Newton-Raphson on the "
                           "constraints did not converge; reduce the step", time=t,
                           constraints=[names[r] for r in worst(phi)])

@@ -24,9 +24,11 @@ __all__ = ["OriginWork", "axes_and_inertias", "calc_momenta", "momenta", "motion
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def axes_and_inertias(data, work, q):
-    """Forward kinematics at ``q`` (into ``work``), then ``work.spatial``'s axes and inertias."""
-    forward_kinematics(data, work, q, 0, data.n_b)
+def axes_and_inertias(data, work, q, evaluated=False):
+    """Forward kinematics at ``q`` (into ``work``; with ``evaluated``, those of the last
+    evaluation, at the same ``q``), then ``work.spatial``'s axes and inertias."""
+    if not evaluated:
+        forward_kinematics(data, work, q, 0, data.n_b)
     o = work.spatial
     for k in range(data.n_j):
         if data.jtype[k] == REVOLUTE:
@@ -71,7 +73,7 @@ def motion_and_forces(data, o, qd, ax, ay):
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def momenta(data, work, q, qd, p, rate):
+def momenta(data, work, q, qd, p, rate, evaluated=False):
     """The canonical momenta of the joint rates ``qd`` at ``q``, ``p = M(q) qd``, and their
     rate at constant ``qd``, ``rate = (dM/dt) qd`` (dM/dt along ``qd``), in one O(N) pass.
 
@@ -81,8 +83,9 @@ def momenta(data, work, q, qd, p, rate):
     are the momenta of its tree (the loop-closing joint's 0), which HDCA maps back to ``qd``
     when ``qd`` satisfies the loop's velocity constraints: they differ from HDCA's own by
     constraint impulses only (``Phi_q^T sigma``, mapped to zero). Semi-implicit Euler in
-    ``[q; p]`` (:func:`kinedyn.dynamics.integrators.step`) needs both."""
-    axes_and_inertias(data, work, q)
+    ``[q; p]`` (:func:`kinedyn.dynamics.integrators.step`) needs both. ``evaluated``: ``work``
+    holds the forward kinematics at ``q`` (an HDCA evaluation there); they are not redone."""
+    axes_and_inertias(data, work, q, evaluated)
     o = work.spatial
     motion_and_forces(data, o, qd, 0.0, 0.0)
     h0 = h1 = h2 = f0 = f1 = f2 = 0.0
@@ -105,11 +108,11 @@ def momenta(data, work, q, qd, p, rate):
 
 
 @nb.njit(**INLINED)
-def calc_momenta(data, work, q, qd, p, rate):
+def calc_momenta(data, work, q, qd, p, rate, evaluated):
     """:func:`momenta` for the integrators (``protocol.calc_momenta``), inlined by LLVM: the
     passes inlined at the Numba IR level into the integrator's step made Numba's SSA check
     warn and a real call copies the NamedTuples (4 us per step on a double pendulum)."""
-    momenta(data, work, q, qd, p, rate)
+    momenta(data, work, q, qd, p, rate, evaluated)
 
 
 # ---- the compiled protocol: HDCA is itself an ODE on y = [q; p] -------------------------------------
