@@ -185,8 +185,8 @@ def _method_record(system, work, y, t, out):
     NM.to_natural(system.natural, work.hdca, out)
 
 
-def _method_momenta(system, work, q, qd, p, rate, evaluated):
-    calc_momenta(system.hdca, work.hdca, q, qd, p, rate, evaluated)
+def _method_momenta(system, work, q, qd, p, rate):
+    calc_momenta(system.hdca, work.hdca, q, qd, p, rate)
 
 
 def _method_derivative_same_position(system, work, y, t, ydot):
@@ -194,7 +194,8 @@ def _method_derivative_same_position(system, work, y, t, ydot):
 
 
 protocol.implement_ode(HDCAMethod, _method_derivative, record=_method_record,
-                       momenta=_method_momenta, same_position=_method_derivative_same_position)
+                       momenta=_method_momenta, same_position=_method_derivative_same_position,
+                       inline="llvm")
 
 
 def dynamics_method(f, q_nat, qd_nat):

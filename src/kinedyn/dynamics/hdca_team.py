@@ -64,8 +64,7 @@ def _leader_pass(data, work, plan, w, sync, y, scratch, end):
     barrier(sync, plan.n_workers, w)
     if w == plan.leader:
         if end:
-            protocol.calc_momenta(data, work, y[:n], scratch[1, :n], y[n:], scratch[2, n:],
-                                  False)
+            protocol.calc_momenta(data, work, y[:n], scratch[1, :n], y[n:], scratch[2, n:])
         else:
             momentum_rate(data, work, y, n, scratch)
     barrier(sync, plan.n_workers, w)

@@ -73,9 +73,9 @@ def momentum_rate(system, work, y, n_pos, scratch):
     its loop's curvature term, docs/hdca.md). The explicit ``p += dt pd`` instead adds
     ``dt M^-1 Mdot qd`` to the velocities, and that diverged on a 256-link chain at dt = 1 ms
     (docs/hdca.md). Writes ``M qd`` and ``Mdot qd`` into ``scratch[2]``; the map reuses the
-    forward kinematics of the evaluation at ``y``."""
+    forward kinematics of the evaluation at ``y`` (the work remembers their ``q``)."""
     k1, m = scratch[0], scratch[2]
-    protocol.calc_momenta(system, work, y[:n_pos], k1[:n_pos], m[:n_pos], m[n_pos:], True)
+    protocol.calc_momenta(system, work, y[:n_pos], k1[:n_pos], m[:n_pos], m[n_pos:])
     for i in range(n_pos, y.shape[0]):
         k1[i] -= m[i]
 
@@ -143,7 +143,7 @@ def step(system, work, y, t, dt, method, n_pos, second_order, scratch):
             # the momenta of those velocities at the new position: the next step reads them
             # back as they are
             protocol.calc_momenta(system, work, y[:n_pos], k2[:n_pos], y[n_pos:],
-                                  scratch[2, n_pos:], False)
+                                  scratch[2, n_pos:])
     else:
         k2 = scratch[1]
         k3 = scratch[2]

@@ -116,12 +116,10 @@ formulation's coordinates - into ``out`` (a method that integrates fewer coordin
 coordinate partitioning, reconstructs the full state here)."""
 
 calc_momenta = _stub("calc_momenta")
-"""calc_momenta(system, work, q, qd, p, rate, evaluated): for a system integrated in canonical
-coordinates ``y = [q; p]`` (HDCA), the momenta of the velocities ``qd`` at ``q``, ``p = M(q) qd``,
-and their rate at constant ``qd``, ``rate = (dM/dt) qd``: what semi-implicit Euler in its
-velocity form needs (:func:`kinedyn.dynamics.integrators.step`). ``evaluated``: the last
-calc_state_derivative in ``work`` was at this ``q``, so its position-dependent work (forward
-kinematics) may be reused. Systems in ``[q; qd]`` never reach it."""
+"""calc_momenta(system, work, q, qd, p, rate): for a system integrated in canonical coordinates
+``y = [q; p]`` (HDCA), the momenta of the velocities ``qd`` at ``q``, ``p = M(q) qd``, and their
+rate at constant ``qd``, ``rate = (dM/dt) qd``: what semi-implicit Euler in its velocity form
+needs (:func:`kinedyn.dynamics.integrators.step`). Systems in ``[q; qd]`` never reach it."""
 
 # ---- linear solvers (kinedyn.linalg) ---------------------------------------------------------
 factorize = _stub("factorize")
@@ -156,7 +154,7 @@ def _copy_state(system, work, y, t, out):
     out[:] = y
 
 
-def _no_momenta(system, work, q, qd, p, rate, evaluated):
+def _no_momenta(system, work, q, qd, p, rate):
     pass
 
 
@@ -169,9 +167,8 @@ _WRAPPERS = {  # dispatchers are called from these, so their argument names are 
                                                                               ydot),
     "system, work, y, t": lambda f: lambda system, work, y, t: f(system, work, y, t),
     "system, work, y, t, out": lambda f: lambda system, work, y, t, out: f(system, work, y, t, out),
-    "system, work, q, qd, p, rate, evaluated": lambda f: (
-        lambda system, work, q, qd, p, rate, evaluated: f(system, work, q, qd, p, rate,
-                                                          evaluated)),
+    "system, work, q, qd, p, rate": lambda f: lambda system, work, q, qd, p, rate: f(
+        system, work, q, qd, p, rate),
 }
 
 
@@ -192,7 +189,7 @@ def implement_ode(cls, derivative, post=_no_post, record=_copy_state, inline="ne
     ``calc_state_derivative`` by ``derivative(system, work, y, t, ydot)``, ``post_step`` by
     ``post(system, work, y, t)`` (default: no correction), ``record_state`` by
     ``record(system, work, y, t, out)`` (default: the state as it is) and, for a system in
-    canonical coordinates, ``calc_momenta`` by ``momenta(system, work, q, qd, p, rate, evaluated)``
+    canonical coordinates, ``calc_momenta`` by ``momenta(system, work, q, qd, p, rate)``
     (default: none; always IR-inlined, so give a plain wrapper or a function compiled with
     :data:`kinedyn._jit.INLINED`) and ``calc_state_derivative_same_position`` by
     ``same_position(system, work, y, t, ydot)`` (default: none, status 99); plain Python
@@ -223,7 +220,7 @@ def implement_ode(cls, derivative, post=_no_post, record=_copy_state, inline="ne
     derivative = _implementation(derivative, "system, work, y, t, ydot")
     post = _implementation(post, "system, work, y, t")
     record = _implementation(record, "system, work, y, t, out")
-    momenta = _implementation(momenta, "system, work, q, qd, p, rate, evaluated")
+    momenta = _implementation(momenta, "system, work, q, qd, p, rate")
     same_position = _implementation(same_position, "system, work, y, t, ydot")
 
     def ov_derivative(system, work, y, t, ydot):
@@ -238,7 +235,7 @@ def implement_ode(cls, derivative, post=_no_post, record=_copy_state, inline="ne
         if is_type(system, cls):
             return record
 
-    def ov_momenta(system, work, q, qd, p, rate, evaluated):
+    def ov_momenta(system, work, q, qd, p, rate):
         if is_type(system, cls):
             return momenta
 

@@ -110,6 +110,7 @@ class HDCAWork(NamedTuple):
     ldup: np.ndarray    # (4, 4, 4) LDUP scratch
     piv: np.ndarray     # (4,) int64
     sigma: np.ndarray   # (4,) base-connection multipliers
+    q_fk: np.ndarray    # (n_j,) the q of the forward kinematics held (NaN: none, or partial)
     spatial: OriginWork  # the spatial quantities at the world origin (.origin)
 
 
@@ -125,7 +126,7 @@ def make_work(data: HDCAData) -> HDCAWork:
                     z(nn, 3, 2), z(nn, 3, 2), z(nn, 2, 2), z(nn, 2, 2), z(nn, 2, 3), z(nn, 2, 3),
                     z(nn, 2), z(nn, 3), z(nn, 3), z(nn, 3), z(nn, 3), z(nb_, 3), z(nb_, 3),
                     z(4, 4), z(4, 4), z(4, 4, 4), np.zeros(4, np.int64), z(4),
-                    make_origin_work(nb_, nj, dt))
+                    np.full(nj, np.nan, dt), make_origin_work(nb_, nj, dt))
 
 
 # ---- forward kinematics ---------------------------------------------------------------------------
@@ -136,7 +137,8 @@ def forward_kinematics(data, work, q, lo, hi):
     ``hi = n_b`` also the loop-closing joint ``n_b`` and the free tip's handle): the chain is
     still followed from the ground, by the same operations, so the part of a team worker
     (:mod:`.team`) equals the serial pass (``lo, hi = 0, n_b``) bit for bit without waiting for
-    the workers before it. Joint ``k`` writes handle 2 of body ``k - 1``."""
+    the workers before it. Joint ``k`` writes handle 2 of body ``k - 1``. Passes made through
+    :func:`kinematics_at` record their ``q``; a caller of this one voids the record."""
     th, ox, oy = 0.0, 0.0, 0.0  # the ground frame
     c, s = 1.0, 0.0
     end = data.n_j if hi == data.n_b else hi
@@ -186,6 +188,23 @@ def forward_kinematics(data, work, q, lo, hi):
     if not data.closed and hi == data.n_b:  # free tip: no joint, no impulse; any point serves
         b = data.n_b - 1                    # as handle 2
         work.h2[b, 0], work.h2[b, 1] = work.cw[b, 0], work.cw[b, 1]
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def kinematics_at(data, work, q):
+    """The forward kinematics at ``q`` in ``work``: computed, unless the last whole pass was at
+    this very ``q`` (``work.q_fk``, compared entry by entry). Semi-implicit Euler evaluates
+    HDCA and its momentum maps twice at each position (docs/hdca.md, "Integrators"); the
+    comparison costs about a nanosecond per joint, the pass a sine and a cosine."""
+    held = True
+    for k in range(data.n_j):
+        if work.q_fk[k] != q[k]:  # NaN: never equal
+            held = False
+            break
+    if not held:
+        forward_kinematics(data, work, q, 0, data.n_b)
+        for k in range(data.n_j):
+            work.q_fk[k] = q[k]
 
 
 # ---- leaves: body coefficients (eqs. 13-18) and loads (eq. 38) ------------------------------------
@@ -511,7 +530,7 @@ def velocities(work, lo, hi):
 def evaluate(data, work, q, p, qd, pd) -> int:
     """The passes of one evaluation (inlined into its callers, which hand it unmanaged views):
     the tree's levels upwards, the base connection, the levels downwards."""
-    forward_kinematics(data, work, q, 0, data.n_b)
+    kinematics_at(data, work, q)
     leaves(data, work, p, 0, data.n_b)
     nodes = data.level_nodes
     if assemblies(data, work, nodes, 0, nodes.shape[0]) != 0:

@@ -18,17 +18,16 @@ import numba as nb
 from ..._jit import INLINED
 from .. import protocol
 from .kernels import (REVOLUTE, HDCAData, OriginWork, evaluate_state, evaluate_state_momenta,
-                      forward_kinematics)
+                      kinematics_at)
 
 __all__ = ["OriginWork", "axes_and_inertias", "calc_momenta", "momenta", "motion_and_forces"]
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def axes_and_inertias(data, work, q, evaluated=False):
-    """Forward kinematics at ``q`` (into ``work``; with ``evaluated``, those of the last
-    evaluation, at the same ``q``), then ``work.spatial``'s axes and inertias."""
-    if not evaluated:
-        forward_kinematics(data, work, q, 0, data.n_b)
+def axes_and_inertias(data, work, q):
+    """Forward kinematics at ``q`` (into ``work``, unless it holds them), then
+    ``work.spatial``'s axes and inertias."""
+    kinematics_at(data, work, q)
     o = work.spatial
     for k in range(data.n_j):
         if data.jtype[k] == REVOLUTE:
@@ -73,7 +72,7 @@ def motion_and_forces(data, o, qd, ax, ay):
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
-def momenta(data, work, q, qd, p, rate, evaluated=False):
+def momenta(data, work, q, qd, p, rate):
     """The canonical momenta of the joint rates ``qd`` at ``q``, ``p = M(q) qd``, and their
     rate at constant ``qd``, ``rate = (dM/dt) qd`` (dM/dt along ``qd``), in one O(N) pass.
 
@@ -83,9 +82,8 @@ def momenta(data, work, q, qd, p, rate, evaluated=False):
     are the momenta of its tree (the loop-closing joint's 0), which HDCA maps back to ``qd``
     when ``qd`` satisfies the loop's velocity constraints: they differ from HDCA's own by
     constraint impulses only (``Phi_q^T sigma``, mapped to zero). Semi-implicit Euler in
-    ``[q; p]`` (:func:`kinedyn.dynamics.integrators.step`) needs both. ``evaluated``: ``work``
-    holds the forward kinematics at ``q`` (an HDCA evaluation there); they are not redone."""
-    axes_and_inertias(data, work, q, evaluated)
+    ``[q; p]`` (:func:`kinedyn.dynamics.integrators.step`) needs both."""
+    axes_and_inertias(data, work, q)
     o = work.spatial
     motion_and_forces(data, o, qd, 0.0, 0.0)
     h0 = h1 = h2 = f0 = f1 = f2 = 0.0
@@ -108,11 +106,11 @@ def momenta(data, work, q, qd, p, rate, evaluated=False):
 
 
 @nb.njit(**INLINED)
-def calc_momenta(data, work, q, qd, p, rate, evaluated):
+def calc_momenta(data, work, q, qd, p, rate):
     """:func:`momenta` for the integrators (``protocol.calc_momenta``), inlined by LLVM: the
     passes inlined at the Numba IR level into the integrator's step made Numba's SSA check
     warn and a real call copies the NamedTuples (4 us per step on a double pendulum)."""
-    momenta(data, work, q, qd, p, rate, evaluated)
+    momenta(data, work, q, qd, p, rate)
 
 
 # ---- the compiled protocol: HDCA is itself an ODE on y = [q; p] -------------------------------------
@@ -125,4 +123,4 @@ def _derivative_same_position(system, work, y, t, ydot):
 
 
 protocol.implement_ode(HDCAData, _derivative, momenta=calc_momenta,
-                       same_position=_derivative_same_position)
+                       same_position=_derivative_same_position, inline="llvm")

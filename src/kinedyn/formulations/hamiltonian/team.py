@@ -28,6 +28,7 @@ bit-for-bit identical (tested).
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numba as nb
@@ -35,7 +36,7 @@ import numpy as np
 
 from ...parallel.team import ABORT, atomic_store, barrier
 from .kernels import (HDCAData, assemblies, base_connection, disassemblies, forward_kinematics,
-                      joint_rates, leaves, velocities)
+                      joint_rates, kinematics_at, leaves, velocities)
 
 
 class TeamPlan(NamedTuple):
@@ -97,11 +98,12 @@ def evaluate_part(data, work, plan, w, sync, q, p, qd, pd) -> int:
     written); 1 (for every worker alike) when a joint's constraint matrix is singular."""
     n_w = plan.n_workers
     if n_w == 1:  # the serial passes
-        forward_kinematics(data, work, q, 0, data.n_b)
+        kinematics_at(data, work, q)
         leaves(data, work, p, 0, data.n_b)
     else:
         barrier(sync, n_w, w)
         forward_kinematics(data, work, q, plan.body_lo[w], plan.body_hi[w])
+        work.q_fk[0] = math.nan  # kinematics that kinematics_at did not record
         barrier(sync, n_w, w)
         leaves(data, work, p, plan.body_lo[w], plan.body_hi[w])
     if assemblies(data, work, plan.nodes, plan.node_ptr[w], plan.node_ptr[w + 1]) != 0:
