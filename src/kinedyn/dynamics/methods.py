@@ -404,4 +404,4 @@ def complete_state(system, work, y, t):
 
 
 protocol.implement_ode(Partitioned, _partitioned_derivative, post=_partitioned_post,
-                       record=_partitioned_record)
+                       record=_partitioned_record, inline="llvm")
