@@ -29,6 +29,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from .._jit import INLINED
 from ..formulations import protocol
 from ..kinematics import kernels as K
 
@@ -307,16 +308,16 @@ def _extrapolate(cols, h, q, qd):
         q[cols[i]] += h * qd[cols[i]]
 
 
-@nb.njit(cache=True, nogil=True)
-def _complete_state(system, work, y, t):
+def _complete_state_passes(system, work, y, t):
     """Dependent positions and velocities from the independent state y.
 
     Positions by chord iterations with the factor of the dependent block held from the last
     completed state (:func:`kinedyn.kinematics.kernels.position_tracking`: one factorisation
     per call, at the solution, which the velocity problem then uses), from the last dependent
     coordinates extrapolated to ``t`` with their velocities; Newton-Raphson when no factor is
-    held (the first call, after a failure). (Inlining this and the derivative into the
-    integrators made the RK4 kernel take over 15 minutes to compile: not done.)"""
+    held (the first call, after a failure). Compiled twice: LLVM-inlined into the derivative
+    (a real call copied the method's NamedTuples, about a hundred array descriptors, by value
+    at every evaluation), a real call for the post-step, the records and Python."""
     aug = system.aug
     n = aug.n_q
     _scatter_independent(system.independent, n, y, work.q, work.qd)
@@ -337,6 +338,10 @@ def _complete_state(system, work, y, t):
     return st
 
 
+_complete_state = nb.njit(cache=True, nogil=True)(_complete_state_passes)
+_complete_state_inlined = nb.njit(**INLINED)(_complete_state_passes)
+
+
 @nb.njit(cache=True, nogil=True)
 def _join(q, qd, y):
     n = q.shape[0]
@@ -353,9 +358,8 @@ def _gather_independent(ind, n, full_dot, ydot):
         ydot[ni + k] = full_dot[n + ind[k]]
 
 
-@nb.njit(cache=True, nogil=True)
-def _partitioned_derivative(system, work, y, t, ydot):
-    st = _complete_state(system, work, y, t)
+def _partitioned_derivative(system, work, y, t, ydot):  # compiled by implement_ode, inlined
+    st = _complete_state_inlined(system, work, y, t)
     if st == 0:  # (one exit: inlined)
         st = protocol.calc_state_derivative(system.aug, work.aug, work.y, t, work.ydot)
     if st == 0:
