@@ -377,11 +377,10 @@ def base_coefficients(data, work):
     43: 2 x 2 for an open chain, 4 x 4 by LDUP for a closed one)."""
     r = data.left.shape[0] - 1
     D1 = work.D[0]
+    _dtxd(D1, work.xi11[r], D1, work.eta, 0, 0)
     if not data.closed:
-        _dtxd(D1, work.xi11[r], D1, work.eta, 0, 0)
         return inverse_2x2(work.eta, work.eta_inv)
     D2 = work.D[data.n_b]
-    _dtxd(D1, work.xi11[r], D1, work.eta, 0, 0)
     _dtxd(D1, work.xi12[r], D2, work.eta, 0, 2)
     _dtxd(D2, work.xi22[r], D2, work.eta, 2, 2)
     for i in range(2):
@@ -537,11 +536,19 @@ def evaluate(data, work, q, p, qd, pd) -> int:
         return 1
     if base_connection(data, work) != 0:
         return 1
+    downwards(data, work, qd, pd)
+    return 0
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def downwards(data, work, qd, pd):
+    """The serial passes after the base connection (eqs. 45-48): the levels downwards, the
+    handle velocities and the joint rates."""
+    nodes = data.level_nodes
     disassemblies(data, work, nodes, 0, nodes.shape[0])
     velocities(work, 0, data.n_b)
     for k in range(data.n_j):
         joint_rates(data, work, k, qd, pd)
-    return 0
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -556,10 +563,7 @@ def evaluate_momenta(data, work, p, qd, pd):
     for i in range(nodes.shape[0]):
         assemble_momenta(data, work, nodes[i])
     base_momenta(data, work)
-    disassemblies(data, work, nodes, 0, nodes.shape[0])
-    velocities(work, 0, data.n_b)
-    for k in range(data.n_j):
-        joint_rates(data, work, k, qd, pd)
+    downwards(data, work, qd, pd)
 
 
 @nb.njit(cache=True, nogil=True)
