@@ -365,12 +365,19 @@ class Dynamics:
                                          self.integrator_code, self.n_pos, second_order,
                                          every, rec, scratch)
         advance(y.copy(), self.t0, 0, out[:1].copy())
+        row = np.empty((2, out.shape[1]))
         while done < n_steps:
-            count = min(chunk, n_steps - done)
-            rec = out[done // record_every:]
+            # after a retried failure, ``done`` is inside a record interval: finish the interval
+            # in a row of its own (its last state is the interval's record), then the schedule
+            # resumes
+            rest = -done % record_every
+            count = min(rest or chunk, n_steps - done)
             t_start = self.t0 + done * dt
             start, cpu_start = _time.perf_counter(), _time.thread_time()
-            st, k = advance(y, t_start, count, rec)
+            if rest:
+                st, k = advance(y, t_start, count, row, rest)
+            else:
+                st, k = advance(y, t_start, count, out[done // record_every:])
             wall += _time.perf_counter() - start
             cpu += _time.thread_time() - cpu_start
             if st != 0:
@@ -387,19 +394,10 @@ class Dynamics:
                 y = self.y
                 self.reanalyses += 1
                 done = failed
-                rest = -failed % record_every
-                if rest:  # finish the record interval, then the record schedule resumes
-                    row = np.empty((2, out.shape[1]))
-                    start, cpu_start = _time.perf_counter(), _time.thread_time()
-                    st, k = advance(y, self.t0 + failed * dt, rest, row, rest)
-                    wall += _time.perf_counter() - start
-                    cpu += _time.thread_time() - cpu_start
-                    if st != 0:
-                        self._raise(st, y, self.t0 + (failed + k) * dt)
-                    done += rest
-                    out[done // record_every] = row[1]
                 continue
             done += count
+            if rest and count == rest:
+                out[done // record_every] = row[1]
             if progress:
                 progress(done, n_steps)
         if self.method == "embedded":   # partitions derived on first use are not the run's time
@@ -462,7 +460,15 @@ class Dynamics:
                              f"the mechanism came apart: constraint {names[k]} is violated by "
                              f"{abs(phi[k]):.3g}, the coordinates reach {np.abs(q).max():.3g} "
                              f"and the velocities {np.abs(qd).max():.3g}")
-        if st in (K.SINGULAR, K.REPIVOT, REPARTITION):
+        if st == REPARTITION:  # again, at the step just re-partitioned
+            dep = ", ".join(self.f.coordinate_names[c] for c in self.dependent)
+            raise SolverError(
+                "coordinate partitioning: the partition chosen at the start of this step "
+                f"(dependent {dep}) became ill-conditioned within the step too (its influence "
+                "matrix |B| grew past its limit); the mechanism moves too far in one step "
+                f"(velocities up to {np.abs(qd).max():.3g}): reduce the step or use RK4",
+                time=t)
+        if st in (K.SINGULAR, K.REPIVOT):
             rows = self.rows[singular_rows(J)] if len(self.rows) else []
             raise SolverError("the system matrix became singular (a singular configuration of "
                               "the mechanism or a constraint set that lost rank)", time=t,
