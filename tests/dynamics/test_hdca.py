@@ -309,8 +309,11 @@ def _points(res):
 
 
 @pytest.mark.parametrize("name, dt", [("double-pendulum", 1e-3), ("four-bar", 5e-4),
-                                      ("cart-pendulum-3", 1e-3)])
+                                      ("cart-pendulum-3", 1e-3), ("slider-crank", 1e-3)])
 def test_dynamics_method_hdca_equals_augmented(name, dt):
+    """(The slider-crank's loop is walked from its slide, whose ground is body_a: from the
+    crank it would reach the slide from the piston's side, which HDCA's prismatic joint does
+    not take.)"""
     m = get(name).compile()
     hd = Dynamics(m, method="hdca", integrator="rk4").simulate(0.5, dt, record_every=10)
     aug = Dynamics(m, method="augmented", integrator="rk4").simulate(0.5, dt, record_every=10)

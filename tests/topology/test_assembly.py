@@ -38,6 +38,9 @@ def test_open_and_closed_chains():
     assert ch.closed
     assert [m.joint_name[j] for j in ch.joints] == ["A", "B", "C", "D"]
     assert ch.reversed == (False, False, False, True)  # D is listed as ground -> rocker
+    back = serial_chain(Topology(m), start=1)  # the same loop walked from D
+    assert [m.joint_name[j] for j in back.joints] == ["D", "C", "B", "A"]
+    assert back.reversed == (False, True, True, True)
 
 
 def test_branched_models_are_refused_with_the_body_named():

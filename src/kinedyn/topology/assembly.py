@@ -32,8 +32,10 @@ class SerialChain:
     closed: bool
 
 
-def serial_chain(topology: Topology) -> SerialChain:
-    """The chain of a model whose bodies each hold at most two joints, hanging from the ground."""
+def serial_chain(topology: Topology, start: int = 0) -> SerialChain:
+    """The chain of a model whose bodies each hold at most two joints, hanging from the ground;
+    a closed one is walked from its ground joint ``start`` (0: the one listed first, 1: the
+    other), and so in either direction."""
     m = topology.model
     g = topology.graph
     name = m.name
@@ -47,7 +49,7 @@ def serial_chain(topology: Topology) -> SerialChain:
                          f"or two (closed loop); the ground of {name!r} holds {len(ground)}",
                          location="joints")
     bodies, joints, rev = [], [], []
-    prev, j = 0, ground[0]
+    prev, j = 0, ground[start if len(ground) == 2 else 0]
     while True:
         a, b = int(m.joint_body_a[j]), int(m.joint_body_b[j])
         nxt = b if a == prev else a

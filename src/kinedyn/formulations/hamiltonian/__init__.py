@@ -54,7 +54,7 @@ class Hamiltonian:
         self.precision = precision
         self.dtype = DTYPES[precision]
         _check_supported(model)
-        self.chain = ch = serial_chain(Topology(model))
+        self.chain = ch = _chain(model)
         self.closed = ch.closed
         self.n_b, self.n_j = len(ch.bodies), len(ch.joints)
         self.tree = balanced_tree(self.n_b)
@@ -108,10 +108,7 @@ class Hamiltonian:
             ba, pa, bb, pb = self._sides(k)
             point_a[k] = m.point_local[pa]
             point_b[k] = m.point_local[pb]
-            if m.joint_type[j] == JOINT_CODE["prismatic"]:
-                if ch.reversed[k]:
-                    raise ModelError(f"HDCA: prismatic joint {m.joint_name[j]!r} must list the "
-                                     "body nearer the ground as body_a", location="joints")
+            if m.joint_type[j] == JOINT_CODE["prismatic"]:  # (never reversed: _chain)
                 jtype[k] = K.PRISMATIC
                 axis[k] = m.joint_axis_a[j]
                 offset[k] = angles[bb] - angles[ba]
@@ -176,6 +173,32 @@ class Hamiltonian:
         if trajectory_outputs(data, make_work(data), Y, qd, energy, closure, theta) != 0:
             raise SolverError("HDCA: singular joint constraint matrix while evaluating outputs")
         return {"qd": qd, "energy": energy, "closure": closure, "theta": theta}
+
+
+def _chain(model):
+    """The model's serial chain, walked so that every prismatic joint lists its ground side as
+    body_a (the displacement along the axis of body_a; a closed chain can be walked either way:
+    the slider-crank from its slide, whose ground is body_a, instead of from the crank)."""
+    topology = Topology(model)
+    chain = serial_chain(topology)
+    if chain.closed and _reversed_prismatic(model, chain):
+        other = serial_chain(topology, start=1)
+        if not _reversed_prismatic(model, other):
+            return other
+    bad = _reversed_prismatic(model, chain)
+    if bad:
+        raise ModelError(f"HDCA: prismatic joint {bad!r} must list the body nearer the ground as "
+                         "body_a (its axis and displacement are those of body_a)",
+                         location="joints")
+    return chain
+
+
+def _reversed_prismatic(model, chain):
+    """The name of the first prismatic joint the chain walks from body_b to body_a, or None."""
+    for j, reversed_ in zip(chain.joints, chain.reversed):
+        if reversed_ and model.joint_type[j] == JOINT_CODE["prismatic"]:
+            return model.joint_name[j]
+    return None
 
 
 def _check_supported(model: CompiledModel) -> None:
