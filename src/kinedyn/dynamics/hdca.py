@@ -21,13 +21,12 @@ the loop closure -, reactions).
 from __future__ import annotations
 
 import time as _time
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 
 from .._memory import resident_zeros
-from ..errors import AccuracyWarning, ModelError, SolverError
+from ..errors import ModelError, SolverError
 from ..formulations.hamiltonian import Hamiltonian, hdca_derivative
 from ..formulations.hamiltonian import natural_map as NM
 from ..formulations import protocol
@@ -100,20 +99,11 @@ class HDCA:
         return HDCAResults(self, times, out, wall, n_steps, dt)
 
 
-#: energy error, as a share of the largest kinetic energy of the run, above which a run warns
-ENERGY_WARNING = 0.1
-
-
-def _warn_if_energy_drifts(summary, kinetic, integrator, dt):
-    """HDCA's models conserve energy (gravity only): an :class:`~kinedyn.errors.AccuracyWarning`
-    when the run's energy error exceeds :data:`ENERGY_WARNING` of its largest kinetic energy
-    (the energy it exchanged), a run whose step is too large for its integrator."""
-    drift, scale = summary["energy"]["max_drift"], float(np.max(kinetic))
-    if scale > 0.0 and drift > ENERGY_WARNING * scale:
-        warnings.warn(AccuracyWarning(
-            f"HDCA: the energy changed by {drift:.3g} J, {drift / scale:.0%} of the largest "
-            f"kinetic energy ({scale:.3g} J), in a run that conserves it: {integrator} at dt = "
-            f"{dt:g} s is too coarse here; use a smaller step or rk4"), stacklevel=4)
+def _size(model) -> float:
+    """The mechanism's size for :func:`~.integrators.warn_if_inaccurate`: its largest point
+    coordinate in the initial configuration, at least 1."""
+    pts = model.body_position[model.point_body]
+    return max(1.0, float(np.abs(pts).max(initial=0.0)))
 
 
 class HDCAResults(Results):
@@ -139,10 +129,13 @@ class HDCAResults(Results):
             "energy": {"initial": float(total[0]), "final": float(total[-1]),
                        "max_drift": float(np.abs(total - total[0]).max())},
         }
-        _warn_if_energy_drifts(summary, self.energy["kinetic"], run.integrator, dt)
         if h.closed:
             summary["max_loop_closure"] = {"position": float(self.closure[:, 0].max()),
                                            "angle": float(np.abs(self.closure[:, 1]).max())}
+        I.warn_if_inaccurate("HDCA", run.integrator, dt, n_steps, self.energy["kinetic"],
+                             summary["energy"]["max_drift"],
+                             summary.get("max_loop_closure", {}).get("position", 0.0),
+                             _size(h.model))
         super().__init__(times, None, summary)
         self.h = h
 

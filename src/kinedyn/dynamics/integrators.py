@@ -37,14 +37,57 @@ def integrator_code(name: str) -> int:
         raise UnknownNameError("integrator", name, INTEGRATORS) from None
 
 
+def _advice(integrator: str) -> str:
+    return "use a smaller step" + (" or rk4" if "euler" in integrator else "")
+
+
 def diverged(integrator: str, dt: float, time: float, detail: str = "",
              finding: str = "the state is no longer finite"):
     """The :class:`~kinedyn.errors.DivergenceError` of a run whose state stopped being finite at
     ``time`` (``detail``: where that was seen; ``finding``: another sign of the divergence)."""
     from ..errors import DivergenceError
-    advice = "use a smaller step" + ("" if integrator == "rk4" else " or rk4")
     return DivergenceError(f"{finding}{detail}: {integrator} at dt = {dt:g} s is unstable for "
-                           f"this model; {advice}", time=time)
+                           f"this model; {_advice(integrator)}", time=time)
+
+
+#: energy error, as a share of the largest kinetic energy of the run (the energy it exchanged),
+#: above which a run of a model that conserves energy warns
+ENERGY_WARNING = 0.1
+#: constraint violation, as a share of the mechanism's size (its largest initial coordinate, at
+#: least 1), above which a run warns
+CLOSURE_WARNING = 1e-3
+#: runs shorter than this are not judged on their energy: a first-order step from rest makes an
+#: energy error as large as the kinetic energy it starts, which falls as the motion grows
+ENERGY_MIN_STEPS = 100
+
+
+def warn_if_inaccurate(who: str, integrator: str, dt: float, steps: int, kinetic: np.ndarray,
+                       drift: float | None = None, closure: float = 0.0,
+                       size: float = 1.0, remedy: str = "") -> None:
+    """An :class:`~kinedyn.errors.AccuracyWarning` for a finite run whose numbers are wrong
+    anyway: its energy changed by more than :data:`ENERGY_WARNING` of its largest kinetic
+    energy although the model conserves it (``drift``: the largest change; None for a model
+    that does not conserve energy; runs of fewer than :data:`ENERGY_MIN_STEPS` steps are not
+    judged), or its constraints are violated by more than :data:`CLOSURE_WARNING` of the
+    mechanism's ``size`` (``closure``: the largest violation; methods that do not enforce the
+    positions let them drift; ``remedy``: what else helps then)."""
+    import warnings
+
+    from ..errors import AccuracyWarning
+    scale = float(np.max(kinetic, initial=0.0))
+    found = []
+    if (drift is not None and steps >= ENERGY_MIN_STEPS and scale > 0.0
+            and drift > ENERGY_WARNING * scale):
+        found.append(f"the energy changed by {drift:.3g} J, {drift / scale:.0%} of the largest "
+                     f"kinetic energy ({scale:.3g} J), in a run that conserves it")
+    apart = closure > CLOSURE_WARNING * size
+    if apart:
+        found.append(f"the constraints are violated by up to {closure:.3g}, more than "
+                     f"{CLOSURE_WARNING:g} of the mechanism's size ({size:.3g})")
+    if found:
+        warnings.warn(AccuracyWarning(
+            f"{who}: {'; '.join(found)}: {integrator} at dt = {dt:g} s is too coarse here; "
+            f"{_advice(integrator)}{remedy if apart else ''}"), stacklevel=4)
 
 
 def check_finite(states: np.ndarray, times: np.ndarray, integrator: str, dt: float) -> None:

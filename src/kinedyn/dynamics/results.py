@@ -8,7 +8,19 @@ import numpy as np
 from ..errors import SolverError
 from ..io.results import Results
 from ..kinematics.results import residual_history
+from . import integrators as I
 from .evaluate import state_derivatives
+
+
+def _conserves_energy(f) -> bool:
+    """True for a model whose total energy (kinetic, gravity, springs) is constant: no
+    drivers, dampers, applied forces or actuators."""
+    d = f.data
+    loads = [getattr(d, k, None) for k in ("pf_ent", "jf_ent", "sp_c", "sp_fn")]
+    if any(x is None for x in loads) or len(f.model.driver_name):
+        return False  # (a formulation without these arrays: not judged)
+    pf_ent, jf_ent, sp_c, sp_fn = loads
+    return len(pf_ent) == 0 and len(jf_ent) == 0 and not np.any(sp_c) and np.all(sp_fn < 0)
 
 
 class DynamicResults(Results):
@@ -45,6 +57,14 @@ class DynamicResults(Results):
                        "max_drift": float(np.abs(total - total[0]).max()),
                        "max_relative_drift": float(np.abs(total - total[0]).max() / scale)},
         }
+        I.warn_if_inaccurate(
+            f"method {dyn.method!r}", dyn.integrator_run, dt, n_steps, E["kinetic"],
+            summary["energy"]["max_drift"] if _conserves_energy(f) else None,
+            summary["max_residual"]["position"],
+            max(1.0, float(np.abs(f.q0).max(initial=0.0))),
+            "" if dyn.method in ("projection", "partitioning", "index3", "embedded") else
+            ", or a method that keeps the positions on the constraints (projection, "
+            "partitioning)")
         if dyn.method == "augmented" and any(dyn.baumgarte):
             summary["baumgarte"] = list(dyn.baumgarte)
         if dyn.method == "penalty":
