@@ -234,3 +234,19 @@ def test_a_system_is_accepted_and_other_objects_are_refused():
     assert r.q.shape[0] == 11
     with pytest.raises(TypeError, match="System, a CompiledModel"):
         Dynamics(42)
+
+
+def test_methods_that_invert_the_mass_matrix_refuse_a_singular_one():
+    """The Group Equations paper's Stewart platform, free: its terminal plate has no inertia
+    about its normal, so its natural-coordinate mass matrix is singular (the constraints fix
+    those directions). ``penalty`` (qdd0 = M^-1 Q) and ``index3`` (HHT's start) invert M; they
+    stopped in SciPy's "Factor is exactly singular" and NumPy's "Singular matrix". They refuse
+    the model by name now, with the coordinates and the methods that run it."""
+    m = kinedyn.models.get("stewart-paper-free").compile()
+    for method in ("penalty", "index3"):
+        with pytest.raises(ModelError, match=rf"method '{method}' inverts the mass matrix.*"
+                                             r"singular \(3 massless.*terminal\.u3\.x.*"
+                                             r"'augmented', 'projection' or 'partitioning'"):
+            Dynamics(m, method=method)
+    res = Dynamics(m, method="projection").simulate(t_end=0.05, dt=1e-3)
+    assert res.summary["max_residual"]["position"] <= 1e-10

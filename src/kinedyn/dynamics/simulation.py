@@ -139,11 +139,35 @@ class Dynamics:
         self.mass_pattern = (f.data.mass_indptr, f.data.mass_indices)
         qd = np.zeros(f.n_q) if qd0 is None else np.asarray(qd0, float).copy()
         self.q_initial, self.qd_initial = q, self._consistent_velocity(q, qd, t0)
+        if method in ("penalty", "index3"):
+            self._require_regular_mass(q)
         self._build(q, self.qd_initial, t0)
         self._ran = False   # a run advances the state and may rebuild the system (see simulate)
         self._initial = self._keep()
 
     # ---- construction ----------------------------------------------------------------------
+    def _require_regular_mass(self, q):
+        """ModelError unless the mass matrix is regular: the penalty method's first iterate
+        (qdd0 = M^-1 Q, thesis eq. 2.22) and HHT's start invert it. A body flat or slender in
+        some direction has no inertia about it, so natural coordinates can have massless
+        directions that only the constraints fix (the Group Equations paper's Stewart platform:
+        its terminal plate's normal); the other methods need M regular on the constrained
+        motion only."""
+        n = self.f.n_q
+        indptr, indices = self.mass_pattern
+        M = sps.csr_matrix((self._mass(q), indices, indptr), shape=(n, n)).toarray()
+        w, V = np.linalg.eigh(0.5 * (M + M.T))
+        null = w <= 1e-12 * max(float(np.abs(w).max(initial=0.0)), 1e-300)
+        if null.any():
+            weight = np.abs(V[:, null]).sum(axis=1)
+            names = [self.f.coordinate_names[i] for i in np.argsort(-weight)[:int(null.sum())]]
+            raise ModelError(
+                f"method {self.method!r} inverts the mass matrix, and that of {self.model.name!r} "
+                f"is singular ({int(null.sum())} massless direction(s), mostly along "
+                f"{', '.join(names)}): use method 'augmented', 'projection' or 'partitioning', "
+                "which need the mass only along the motion the constraints allow",
+                location="bodies")
+
     def _mass(self, q):
         from .evaluate import mass_values
         return mass_values(self.f, q)
@@ -432,7 +456,12 @@ class Dynamics:
 
     def _rebuild_from_state(self, y, t, status):
         q, qd = self._full_state(y, t)
-        self._build(q, qd, t)
+        try:
+            self._build(q, qd, t)
+        except (RuntimeError, np.linalg.LinAlgError) as e:  # SuperLU's or LAPACK's words for
+            if "singular" not in str(e).lower():              # a matrix singular right there
+                raise
+            self._raise(K.SINGULAR, y, t)
         if status == REPARTITION:
             self.repartitions = getattr(self, "repartitions", 0) + 1
 
