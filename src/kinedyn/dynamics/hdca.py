@@ -100,8 +100,8 @@ class HDCA:
 
 
 def _size(model) -> float:
-    """The mechanism's size for :func:`~.integrators.warn_if_inaccurate`: its largest point
-    coordinate in the initial configuration, at least 1."""
+    """The mechanism's size for :func:`~.integrators.warn_if_inaccurate`: the largest
+    coordinate of the model's body origins, at least 1."""
     pts = model.body_position[model.point_body]
     return max(1.0, float(np.abs(pts).max(initial=0.0)))
 

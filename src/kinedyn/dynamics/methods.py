@@ -332,9 +332,10 @@ def _complete_state_passes(system, work, y, t):
     per call, at the solution, which the velocity problem then uses), from the last dependent
     coordinates extrapolated to ``t`` with their velocities; Newton-Raphson when no factor is
     held (the first call, after a failure); nothing to do for the state completed last
-    (:func:`_completed`). Compiled twice: LLVM-inlined into the derivative
-    (a real call copied the method's NamedTuples, about a hundred array descriptors, by value
-    at every evaluation), a real call for the post-step, the records and Python."""
+    (:func:`_completed`). Compiled twice: LLVM-inlined into the derivative and the post-step
+    (a real call copied the method's NamedTuples, about 150 array descriptors, by value and
+    called NRT_incref/decref on each, at every evaluation), a real call for a run's first
+    record and for Python."""
     aug = system.aug
     n = aug.n_q
     if _completed(system.independent, y, t, work.q, work.qd, work.last):
@@ -388,7 +389,7 @@ def _partitioned_derivative(system, work, y, t, ydot):  # compiled by implement_
 
 def _partitioned_record(system, work, y, t, out):  # compiled by implement_ode, inlined
     if not _completed(system.independent, y, t, work.q, work.qd, work.last):
-        _complete_state(system, work, y, t)  # the run's first record: post_step completes the rest
+        _complete_state(system, work, y, t)  # a run's first record (post_step does the rest)
     out[:] = work.y
 
 

@@ -458,10 +458,10 @@ class Dynamics:
         q, qd = self._full_state(y, t)
         try:
             self._build(q, qd, t)
-        except (RuntimeError, np.linalg.LinAlgError) as e:  # SuperLU's or LAPACK's words for
-            if "singular" not in str(e).lower():              # a matrix singular right there
+        except (RuntimeError, np.linalg.LinAlgError) as e:
+            if "singular" not in str(e).lower():  # (SuperLU's and LAPACK's words for it)
                 raise
-            self._raise(K.SINGULAR, y, t)
+            self._raise(K.SINGULAR, y, t)  # a matrix singular at the failed step's start
         if status == REPARTITION:
             self.repartitions = getattr(self, "repartitions", 0) + 1
 
