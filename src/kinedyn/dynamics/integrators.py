@@ -17,6 +17,8 @@ workers (see :mod:`kinedyn._unmanaged` for why).
 """
 from __future__ import annotations
 
+import warnings
+
 import numba as nb
 import numpy as np
 
@@ -50,6 +52,12 @@ def diverged(integrator: str, dt: float, time: float, detail: str = "",
                            f"this model; {_advice(integrator)}", time=time)
 
 
+def mechanism_size(f) -> float:
+    """The largest coordinate of formulation ``f``'s initial configuration, at least 1: the
+    scale the divergence and accuracy checks measure constraint violations against."""
+    return max(1.0, float(np.abs(f.q0).max(initial=0.0)))
+
+
 #: energy error, as a share of the largest kinetic energy of the run (the energy it exchanged),
 #: above which a run of a model that conserves energy warns
 ENERGY_WARNING = 0.1
@@ -71,8 +79,6 @@ def warn_if_inaccurate(who: str, integrator: str, dt: float, steps: int, kinetic
     judged), or its constraints are violated by more than :data:`CLOSURE_WARNING` of the
     mechanism's ``size`` (``closure``: the largest violation; methods that do not enforce the
     positions let them drift; ``remedy``: what else helps then)."""
-    import warnings
-
     from ..errors import AccuracyWarning
     scale = float(np.max(kinetic, initial=0.0))
     found = []

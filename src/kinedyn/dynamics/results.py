@@ -61,7 +61,7 @@ class DynamicResults(Results):
             f"method {dyn.method!r}", dyn.integrator_run, dt, n_steps, E["kinetic"],
             summary["energy"]["max_drift"] if _conserves_energy(f) else None,
             summary["max_residual"]["position"],
-            max(1.0, float(np.abs(f.q0).max(initial=0.0))),
+            I.mechanism_size(f),
             "" if dyn.method in ("projection", "partitioning", "index3", "embedded") else
             ", or a method that keeps the positions on the constraints (projection, "
             "partitioning)")

@@ -479,7 +479,7 @@ class Dynamics:
             raise I.diverged(self.integrator_run, self._dt, t, " (the step failed from there)")
         from ..kinematics.analysis import constraint_values
         phi = constraint_values(self.f, q, t, self.work)
-        size = max(1.0, float(np.abs(self.f.q0).max(initial=0.0)) ** 2)
+        size = I.mechanism_size(self.f) ** 2
         if np.abs(phi).max(initial=0.0) > size:
             # constraints violated by more than the mechanism's own size (the largest initial
             # coordinate squared: rigid-body constraints are quadratic in lengths): it came

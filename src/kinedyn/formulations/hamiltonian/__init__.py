@@ -181,11 +181,11 @@ def _chain(model):
     the slider-crank from its slide, whose ground is body_a, instead of from the crank)."""
     topology = Topology(model)
     chain = serial_chain(topology)
-    if chain.closed and _reversed_prismatic(model, chain):
+    bad = _reversed_prismatic(model, chain)
+    if bad and chain.closed:
         other = serial_chain(topology, start=1)
         if not _reversed_prismatic(model, other):
             return other
-    bad = _reversed_prismatic(model, chain)
     if bad:
         raise ModelError(f"HDCA: prismatic joint {bad!r} must list the body nearer the ground as "
                          "body_a (its axis and displacement are those of body_a)",
