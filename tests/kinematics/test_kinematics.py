@@ -10,6 +10,7 @@ import pytest
 import kinedyn as kd
 from kinedyn.kinematics import Kinematics
 from kinedyn.kinematics.parallel import PlatformForwardKinematics
+from kinedyn.linalg import sparse
 from kinedyn.model.rotations import euler_to_matrix
 from kinedyn.models import four_bar, get, slider_crank
 from kinedyn.models.stewart import GS_BASE, GS_HOME, GS_PLATFORM, stewart_paper_geometry
@@ -144,21 +145,30 @@ def test_dense_and_sparse_agree(runs, name):
         np.testing.assert_allclose(x, y, atol=1e-10 * max(1.0, np.abs(x).max()))
 
 
+@pytest.mark.parametrize("fallback", [True, False])
 @pytest.mark.parametrize("strategy", ["global", "groups"])
-def test_a_turning_crank_takes_its_earlier_pivot_orders_again(strategy):
+def test_a_turning_crank_stays_in_compiled_code(strategy, fallback, monkeypatch):
     """The driven four-bar's crank turns once a second: its static sparse pivot orders
-    degrade four times a turn (the cosine and sine of its angle are pivots), and past the
-    first turn every re-analysis takes an order analysed before, without SuperLU. The run
-    is the dense solver's to 1e-10."""
+    degrade four times a turn (the cosine and sine of its angle are pivots). With the dense
+    fall-back of its small blocks (the default) the run never returns to Python to re-analyse.
+    Without it (``KINEDYN_SPARSE_FALLBACK=0``) it re-analyses, and past the first turn every
+    re-analysis takes an order analysed before, without SuperLU. Either run is the dense
+    solver's to 1e-10."""
+    if not fallback:
+        monkeypatch.setenv(sparse.FALLBACK_SWITCH, "0")
     model = get("four-bar-driven").compile()
     kin = Kinematics(model, solver="sparse", strategy=strategy)
     res = kin.simulate(4.0, 0.01)
     dense = Kinematics(model, solver="dense", strategy=strategy).simulate(4.0, 0.01)
     s = res.summary
     orders = [kin.pivot_orders] if kin.engine is None else kin.engine.pivot_orders
-    assert s["sparse_reanalyses"] >= 12
-    assert s["sparse_orders_reused"] >= s["sparse_reanalyses"] - 4
-    assert all(o.analyses <= 4 for o in orders)
+    if fallback:
+        assert s["sparse_reanalyses"] == 0
+        assert all(o.analyses == 1 for o in orders)
+    else:
+        assert s["sparse_reanalyses"] >= 12
+        assert s["sparse_orders_reused"] >= s["sparse_reanalyses"] - 4
+        assert all(o.analyses <= 4 for o in orders)
     for x, y in ((dense.q, res.q), (dense.qd, res.qd), (dense.qdd, res.qdd)):
         np.testing.assert_allclose(y, x, atol=1e-10 * max(1.0, np.abs(x).max()))
     assert s["max_residual"]["position"] < 1e-10

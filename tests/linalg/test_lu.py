@@ -103,6 +103,58 @@ def test_pivot_orders_come_back_to_an_earlier_order_that_holds():
     assert orders.analyses == 3 and not orders.last_reused
 
 
+
+@nb.njit(cache=True)
+def factor_solve_pair(solver, work, values, a, b):
+    st = protocol.factorize(solver, work, values)
+    if st == 0:
+        protocol.solve_pair(solver, work, a, b)
+    return st
+
+
+@pytest.mark.parametrize("codegen", [True, False])
+def test_dense_fallback_factorises_where_the_static_order_degrades(codegen):
+    """A crank's block [[c, s], [s, -c]] and a random 12 x 12 one whose first static pivot is
+    made to vanish: with the dense fall-back (with_fallback) the factorisation succeeds in
+    the same compiled call; the solutions (one and two right-hand sides, through generated
+    code and through the loops and a strided right-hand side) equal NumPy's, det_sign is the
+    sign of det A, and once the static order holds again its own factors are used. A
+    singular matrix is SINGULAR. Without the fall-back the same values ask for a
+    re-analysis."""
+    rng = np.random.default_rng(3)
+    crank = full_block(sps.csr_matrix(np.ones((2, 2))))
+    turn = lambda a: np.array([np.cos(a), np.sin(a), np.sin(a), -np.cos(a)])  # noqa: E731
+    A = random_system(12, 0.3, 4)
+    cases = [(crank, turn(0.3), turn(np.pi / 2), lambda v: v.reshape(2, 2))]
+    plain, _ = analyse(full_block(A), A.data)
+    bad = A.data.copy()
+    bad[plain.source[np.flatnonzero(plain.target == plain.lu_diag[0])]] = 0.0  # first pivot
+    cases.append((full_block(A), A.data, bad,
+                  lambda v: sps.csr_matrix((v, A.indices, A.indptr), A.shape).toarray()))
+    for block, good, degraded, dense in cases:
+        solver, work = analyse(block, good, codegen=codegen)
+        assert factor_solve(solver, work, degraded, np.ones(block.n)) == REPIVOT
+        work = sparse.with_fallback(work, block.n)
+        for values in (degraded, good, degraded):
+            M = dense(values)
+            rhs = rng.normal(size=(2, block.n))
+            x, y = rhs[0].copy(), rhs[1].copy()
+            assert factor_solve_pair(solver, work, values, x, y) == 0
+            assert (work.fallback[0] != 0.0) == (values is degraded)
+            np.testing.assert_allclose(M @ x, rhs[0], atol=1e-10)
+            np.testing.assert_allclose(M @ y, rhs[1], atol=1e-10)
+            strided = np.zeros(2 * block.n)
+            strided[::2] = rhs[0]
+            assert factor_solve(solver, work, values, strided[::2]) == 0
+            np.testing.assert_allclose(strided[::2], x, rtol=1e-12, atol=1e-14)
+            assert factor_det_sign(solver, work, values) == np.sign(np.linalg.det(M)) != 0
+    solver, work = analyse(crank, turn(0.3))
+    work = sparse.with_fallback(work, 2)
+    assert factor_solve(solver, work, np.array([1.0, 2.0, 2.0, 4.0]), np.ones(2)) == 1
+    big = sparse.FALLBACK_LIMIT + 1  # no dense copy of a larger block
+    assert len(sparse.with_fallback(sparse.sparse_work(big, big), big).piv) == 0
+
+
 @nb.njit(cache=True)
 def factor_det_sign(solver, work, values):
     if protocol.factorize(solver, work, values) != 0:

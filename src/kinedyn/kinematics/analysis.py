@@ -105,7 +105,9 @@ class Kinematics:
         self.model = self.f.model
         self.tuning = None
         self.engine = None
-        self.pivot_orders = PivotOrders()  # sparse global: the orders analysed so far
+        # sparse global: the orders analysed so far, each with the dense fall-back for a small
+        # block (a degraded order of the position problem means nothing but the order)
+        self.pivot_orders = PivotOrders(fallback=True)
         self.tol = float(tol)
         self.max_iter = int(max_iter)
         self.fixed = bool(fixed_iterations)

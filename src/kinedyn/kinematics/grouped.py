@@ -62,7 +62,8 @@ class GroupEngine:
         self.solvers = self.sworks = None  # the groups' (:meth:`build`)
         # sparse: each group's orders analysed so far (code is added for the whole engine)
         # and each one's scratch in memory of its own (threads factorise groups side by side)
-        self.pivot_orders = [PivotOrders(codegen=False, own=private_copy) for _ in gs.groups]
+        self.pivot_orders = [PivotOrders(codegen=False, own=private_copy, fallback=True)
+                             for _ in gs.groups]
         self.runner = None
         if outer > 1:
             from .threads import ThreadedRunner

@@ -11,7 +11,13 @@ not n^3; because the pivot sequence is static, the position in L\\U that every u
 a straight run over that list (no dense row accumulator to scatter into and gather from). The pivot order stays trustworthy while the multipliers stay bounded (threshold
 pivoting guarantees |l_ik| <= 1/diag_pivot_thresh = 10 when it is chosen): a multiplier above
 ``growth_limit`` or a pivot below ``pivot_tol`` times its row's scale returns status 2 so the
-caller re-analyses with the current values.
+caller re-analyses with the current values - unless the work holds a *dense fall-back*
+(:func:`with_fallback`, blocks of up to ``FALLBACK_LIMIT`` rows): then the same compiled call
+factorises the block densely with partial pivoting instead, and the solutions use those
+factors until a factorisation by the static order succeeds again. A crank that turns full
+circles degrades every static order of its block four times a turn; the fall-back keeps such
+runs in compiled code (each re-analysis is a return to Python: driven four-bar 1.68 -> 0.5 µs
+per step).
 
 Every index array is ``uint32``: Numba indexes with an unsigned integer without the
 negative-index wrap-around test it emits for a signed one, which made the Stewart platform's
@@ -39,6 +45,7 @@ from ..formulations import protocol
 from . import lu_codegen
 from .lu_codegen import (CODE_WIDTH, FACTORIZE, LU_OFFSET, NO_CODE, ROW_OFFSET, SOLVE,
                          SOLVE_PAIR)
+from .small import lu_factor, lu_solve
 from .subsystem import Block
 
 OK, SINGULAR, REPIVOT = 0, 1, 2
@@ -68,7 +75,36 @@ class SparseLUWork(NamedTuple):
     x: np.ndarray      # (n,) permuted solution
     x2: np.ndarray     # (n,) permuted second solution (solve_pair)
     scale: np.ndarray  # (n,) row scales of B
-    inv_diag: np.ndarray  # (n,) reciprocals of the pivots
+    inv_diag: np.ndarray  # (n,) reciprocals of the pivots (of either factorisation)
+    dense: np.ndarray  # (n, n) dense factors of B (the fall-back), or (0, 0): none
+    piv: np.ndarray    # (n,) int64 their row interchanges, or (0,)
+    fallback: np.ndarray  # (1,) 0.0: the static order's factors hold; else det(Pr Pc P) = +-1:
+    # the dense ones do (with the parity of their interchanges, for det_sign)
+
+
+#: Largest block that gets a dense fall-back (:func:`with_fallback`): its n x n copy stays in a
+#: core's L1 cache (4.6 kB) and its dense factorisation (n^3 / 3 multiply-adds) costs a few
+#: microseconds, a fraction of a return to Python for a re-analysis
+FALLBACK_LIMIT = 24
+FALLBACK_SWITCH = "KINEDYN_SPARSE_FALLBACK"  # "0": no solver analysed from now on gets one
+
+
+def sparse_work(n: int, n_lu: int) -> SparseLUWork:
+    """Scratch for a solver of ``n`` rows with ``n_lu`` L\\U entries, without a fall-back."""
+    return SparseLUWork(np.zeros(n_lu), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
+                        np.zeros((0, 0)), np.zeros(0, np.int64), np.zeros(1))
+
+
+def with_fallback(work: SparseLUWork, n: int) -> SparseLUWork:
+    """``work`` with room for the dense fall-back (module docstring) when the block has at most
+    ``FALLBACK_LIMIT`` rows and the environment variable ``KINEDYN_SPARSE_FALLBACK`` is not
+    ``0``; unchanged otherwise. For callers for which a degraded order means nothing but the
+    order: the kinematic position problem, whose singular configurations are told by the
+    sign of det Phi_q and by the dense factorisation itself. Not for coordinate partitioning,
+    whose degraded order is the signal to choose new dependent coordinates."""
+    if n > FALLBACK_LIMIT or os.environ.get(FALLBACK_SWITCH, "1") == "0":
+        return work
+    return work._replace(dense=np.zeros((n, n)), piv=np.zeros(n, np.int64))
 
 
 ORDERINGS = ("COLAMD", "MMD_ATA", "MMD_AT_PLUS_A", "NATURAL")  # SuperLU's column orders
@@ -138,9 +174,10 @@ class PivotOrders:
     """
     KEEP = 8
 
-    def __init__(self, codegen: bool = True, own=None):
+    def __init__(self, codegen: bool = True, own=None, fallback: bool = False):
         self.codegen = codegen
         self.own = own        # applied to a new analysis's work (e.g. a thread's own memory)
+        self.fallback = fallback  # new analyses' work gets the dense fall-back (with_fallback)
         self.ordering = None  # SuperLU's column order, chosen at the first analysis
         self.kept = []        # [(block, solver, work)], newest first; [0] is the one in use
         self.analyses = 0     # by SuperLU
@@ -160,6 +197,8 @@ class PivotOrders:
                 return solver, work
         self.ordering, (solver, work) = analyse_keeping_order(block, values, self.ordering,
                                                               self.codegen)
+        if self.fallback:
+            work = with_fallback(work, solver.n)
         if self.own is not None:
             work = self.own(work)
         self.analyses += 1
@@ -231,7 +270,7 @@ def _analyse_order(block, sample_values, pivot_tol, diag_pivot_thresh, growth_li
         empty = np.zeros(0, INDEX)
         return (SparseLU(0, empty, empty, np.zeros(1, INDEX), empty, empty, empty, empty,
                          empty, empty, empty, pivot_tol, growth_limit),
-                SparseLUWork(*[np.zeros(0)] * 5))
+                sparse_work(0, 0))
     lu = splu(A, permc_spec=spec, diag_pivot_thresh=diag_pivot_thresh,
               options={"SymmetricMode": False})
     # Pr A Pc = L U with A row i -> B row perm_r[i] and A column i -> B column perm_c[i]
@@ -288,9 +327,7 @@ def _analyse_order(block, sample_values, pivot_tol, diag_pivot_thresh, growth_li
                       ix(row_perm), ix(col_perm), ix(inv_row[local_rows]), ix(fill_pos),
                       ix(update), float(pivot_tol), float(growth_limit),
                       parity=permutation_sign(row_perm) * permutation_sign(col_perm))
-    work = SparseLUWork(np.zeros(len(indices)), np.zeros(n), np.zeros(n), np.zeros(n),
-                        np.zeros(n))
-    return solver, work
+    return solver, sparse_work(n, len(indices))
 
 
 def block_diagonal(parts) -> tuple[SparseLU, SparseLUWork]:
@@ -387,7 +424,9 @@ def block_diagonal(parts) -> tuple[SparseLU, SparseLUWork]:
         solver = solver._replace(code=np.concatenate(code))
     else:
         solver = with_code(solver, coded)
-    work = SparseLUWork(np.zeros(indptr[-1]), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n))
+    work = sparse_work(n, indptr[-1])
+    if all(len(w.piv) for _, w in parts):  # each block has one: so has the whole, if small
+        work = with_fallback(work, n)
     return solver, work
 
 
@@ -495,23 +534,86 @@ def _solve_pair_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv
         b[col_perm[j]] = y[j]
 
 
+@nb.njit(cache=True, nogil=True)
+def _fall_back_w(st, n, source, target, target_row, lu_indices, pivot_tol, parity, values,
+                 dense, piv, fallback, inv_diag):
+    """The status ``st`` of a factorisation by the static order, settled: where the order
+    degraded (REPIVOT) and the work has a dense fall-back (:func:`with_fallback`), B = Pr A Pc
+    is factorised densely with partial pivoting instead (OK; SINGULAR where a whole pivot
+    column is within ``pivot_tol`` of the largest entry), ``fallback[0]`` set to the parity that
+    det_sign reads and ``inv_diag`` to the reciprocals of its pivots."""
+    if st != REPIVOT or dense.shape[0] == 0:
+        fallback[0] = 0.0
+        return st
+    for i in range(n):
+        for j in range(n):
+            dense[i, j] = 0.0
+    big = 0.0
+    for k in range(source.shape[0]):
+        v = values[source[k]]
+        dense[target_row[k], lu_indices[target[k]]] = v
+        big = max(big, abs(v))
+    fallback[0] = 0.0
+    if not lu_factor(dense, n, piv, pivot_tol * big):
+        return SINGULAR
+    sign = parity  # det A = det(Pr) det(Pc) det B, det B = (-1)^(interchanges) prod U_kk
+    for k in range(n):
+        if piv[k] != k:
+            sign = -sign
+        inv_diag[k] = 1.0 / dense[k, k]
+    fallback[0] = sign
+    return OK
+
+
+@nb.njit(cache=True, nogil=True)
+def _fallback_solve_w(n, row_perm, col_perm, dense, piv, x, rhs):
+    """rhs = A^-1 rhs by the dense fall-back's factors of B = Pr A Pc."""
+    for i in range(n):
+        x[i] = rhs[row_perm[i]]
+    lu_solve(dense, n, piv, x)
+    for j in range(n):
+        rhs[col_perm[j]] = x[j]
+
+
+@nb.njit(cache=True, nogil=True)
+def _loop_solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x, rhs,
+                  dense, piv, fallback):
+    if fallback[0] != 0.0:
+        _fallback_solve_w(n, row_perm, col_perm, dense, piv, x, rhs)
+    else:
+        _solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x, rhs)
+
+
+@nb.njit(cache=True, nogil=True)
+def _loop_solve_pair_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x,
+                       y, a, b, dense, piv, fallback):
+    if fallback[0] != 0.0:
+        _fallback_solve_w(n, row_perm, col_perm, dense, piv, x, a)
+        _fallback_solve_w(n, row_perm, col_perm, dense, piv, x, b)
+    else:
+        _solve_pair_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x, y,
+                      a, b)
+
+
 @nb.njit(cache=True, nogil=True, inline="always")
 def sparse_factorize(s, w, values):
-    return _factorize_w(s.n, s.source, s.target, s.target_row, s.fill_pos, s.update, s.lu_indptr,
-                        s.lu_indices, s.lu_diag, s.pivot_tol, s.growth_limit, w.lu, w.scale,
-                        w.inv_diag, values)
+    return _fall_back_w(_factorize_w(s.n, s.source, s.target, s.target_row, s.fill_pos,
+                                     s.update, s.lu_indptr, s.lu_indices, s.lu_diag, s.pivot_tol,
+                                     s.growth_limit, w.lu, w.scale, w.inv_diag, values),
+                        s.n, s.source, s.target, s.target_row, s.lu_indices, s.pivot_tol,
+                        s.parity, values, w.dense, w.piv, w.fallback, w.inv_diag)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def sparse_solve(s, w, rhs):
-    _solve_w(s.n, s.lu_indptr, s.lu_indices, s.lu_diag, s.row_perm, s.col_perm, w.lu, w.inv_diag,
-             w.x, rhs)
+    _loop_solve_w(s.n, s.lu_indptr, s.lu_indices, s.lu_diag, s.row_perm, s.col_perm, w.lu,
+                  w.inv_diag, w.x, rhs, w.dense, w.piv, w.fallback)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def sparse_solve_pair(s, w, a, b):
-    _solve_pair_w(s.n, s.lu_indptr, s.lu_indices, s.lu_diag, s.row_perm, s.col_perm, w.lu,
-                  w.inv_diag, w.x, w.x2, a, b)
+    _loop_solve_pair_w(s.n, s.lu_indptr, s.lu_indices, s.lu_diag, s.row_perm, s.col_perm, w.lu,
+                       w.inv_diag, w.x, w.x2, a, b, w.dense, w.piv, w.fallback)
 
 
 # the same operations by the solver's generated code when it has some (C-contiguous arrays only:
@@ -536,44 +638,49 @@ def _coded_factorize_w(code, n, source, target, target_row, fill_pos, update, lu
 
 @nb.njit(cache=True, nogil=True)
 def _coded_solve_w(code, n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x,
-                   rhs):
-    if code[SOLVE] != 0:
+                   rhs, dense, piv, fallback):
+    if code[SOLVE] != 0 and fallback[0] == 0.0:
         for b in range(0, code.shape[0], CODE_WIDTH):
             r = code[b + ROW_OFFSET]
             call(code[b + SOLVE], (lu, inv_diag, rhs), (code[b + LU_OFFSET], r, r), ())
     else:
-        _solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x, rhs)
+        _loop_solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x,
+                      rhs, dense, piv, fallback)
 
 
 @nb.njit(cache=True, nogil=True)
 def _coded_solve_pair_w(code, n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag,
-                        x, y, a, b):
-    if code[SOLVE_PAIR] != 0:
+                        x, y, a, b, dense, piv, fallback):
+    if code[SOLVE_PAIR] != 0 and fallback[0] == 0.0:
         for k in range(0, code.shape[0], CODE_WIDTH):
             r = code[k + ROW_OFFSET]
             call(code[k + SOLVE_PAIR], (lu, inv_diag, a, b), (code[k + LU_OFFSET], r, r, r), ())
     else:
-        _solve_pair_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x, y,
-                      a, b)
+        _loop_solve_pair_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag,
+                           x, y, a, b, dense, piv, fallback)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def coded_factorize(s, w, values):
-    return _coded_factorize_w(s.code, s.n, s.source, s.target, s.target_row, s.fill_pos,
-                              s.update, s.lu_indptr, s.lu_indices, s.lu_diag, s.pivot_tol,
-                              s.growth_limit, w.lu, w.scale, w.inv_diag, values)
+    return _fall_back_w(_coded_factorize_w(s.code, s.n, s.source, s.target, s.target_row,
+                                           s.fill_pos, s.update, s.lu_indptr, s.lu_indices,
+                                           s.lu_diag, s.pivot_tol, s.growth_limit, w.lu,
+                                           w.scale, w.inv_diag, values),
+                        s.n, s.source, s.target, s.target_row, s.lu_indices, s.pivot_tol,
+                        s.parity, values, w.dense, w.piv, w.fallback, w.inv_diag)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def coded_solve(s, w, rhs):
     _coded_solve_w(s.code, s.n, s.lu_indptr, s.lu_indices, s.lu_diag, s.row_perm, s.col_perm,
-                   w.lu, w.inv_diag, w.x, rhs)
+                   w.lu, w.inv_diag, w.x, rhs, w.dense, w.piv, w.fallback)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def coded_solve_pair(s, w, a, b):
     _coded_solve_pair_w(s.code, s.n, s.lu_indptr, s.lu_indices, s.lu_diag, s.row_perm,
-                        s.col_perm, w.lu, w.inv_diag, w.x, w.x2, a, b)
+                        s.col_perm, w.lu, w.inv_diag, w.x, w.x2, a, b, w.dense, w.piv,
+                        w.fallback)
 
 
 def _contiguous(*arrays) -> bool:
@@ -600,7 +707,9 @@ def _ov_solve_pair(solver, work, a, b):
 
 
 @nb.njit(**INLINED)  # into each run kernel's step: a call costs as much as the loop
-def _det_sign_w(parity, inv_diag):
+def _det_sign_w(parity, inv_diag, fallback):
+    if fallback[0] != 0.0:  # the dense fall-back's factors hold (its own parity)
+        parity = fallback[0]
     # a count, not a sign flipped on a test: the pivots' signs are irregular, and a branch on
     # each mispredicted about half the time (Stewart platform, converged step: 4.1 -> 4.4 us)
     negative = 0
@@ -612,7 +721,7 @@ def _det_sign_w(parity, inv_diag):
 @overload_inlined(protocol.det_sign, jit_options=protocol.JIT)
 def _ov_det_sign(solver, work):
     if protocol.is_type(solver, SparseLU):
-        return lambda solver, work: _det_sign_w(solver.parity, work.inv_diag)
+        return lambda solver, work: _det_sign_w(solver.parity, work.inv_diag, work.fallback)
 
 
 @overload_inlined(protocol.solve, jit_options=protocol.JIT)
