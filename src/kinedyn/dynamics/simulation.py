@@ -353,16 +353,15 @@ class Dynamics:
         n_rec = n_steps // record_every + 1
         out = resident_zeros((n_rec, 2 * self.f.n_q))  # mapped before the timed run
         self.reanalyses = 0
-        cpu = None
         # one BLAS thread: the dense LAPACK calls per step (solver="dense", index3) are small,
         # and OpenBLAS threads spinning against a loaded machine made them 18x slower in wall
         # time (natural Gough-Stewart, dense Baumgarte: 39 ms per step at 2.2 ms of CPU)
         with blas_threads(1):
             if self.method == "index3":
-                wall = self.hht.run(n_steps, dt, record_every, out, progress)
+                wall, cpu = self.hht.run(n_steps, dt, record_every, out, progress)
             elif self.integrator == "reference":
                 from .reference import run_reference
-                wall = run_reference(self, n_steps, dt, record_every, out, progress)
+                wall, cpu = run_reference(self, n_steps, dt, record_every, out, progress)
             else:
                 wall, cpu = self._run_explicit(n_steps, dt, record_every, out, progress)
         times = self.t0 + dt * record_every * np.arange(n_rec)
