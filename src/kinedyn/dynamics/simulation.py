@@ -24,6 +24,7 @@ from ..kinematics.analysis import assemble, blas_threads, constraint_jacobian, f
 from ..kinematics.diagnose import independent_rows, singular_rows, worst
 from ..linalg.dense import dense_lu
 from ..linalg.sparse import analyse as sparse_analyse
+from ..linalg.sparse import with_fallback
 from ..linalg.subsystem import extract
 from . import integrators as I
 from . import schur
@@ -41,11 +42,18 @@ SOLVERS = ("schur", "sparse", "dense")
 
 
 def _solver(kind, indptr, indices, values):
+    """Solver of the square matrix ``values`` (CSR pattern ``indptr, indices``): the KKT, mass
+    and penalty matrices. A sparse one of a small matrix has the dense fall-back
+    (:func:`~kinedyn.linalg.sparse.with_fallback`): a degraded pivot order of these matrices
+    means nothing but the order, and a rebuild is a return to Python (the penalty double
+    pendulum: 17 in 10 s). Partitioning's dependent block, whose degraded order is the signal
+    to choose new coordinates, is analysed apart (:meth:`Dynamics._build_partitioned`)."""
     n = len(indptr) - 1
     block = extract(indptr, indices, np.arange(n), np.arange(n))
     if kind == "dense":
         return dense_lu(block)
-    return sparse_analyse(block, values)
+    solver, work = sparse_analyse(block, values)
+    return solver, with_fallback(work, n)
 
 
 def _writeable_arrays(value, found=None) -> list:
