@@ -33,7 +33,6 @@ contribute columns); the other columns are exactly zero.
 """
 from __future__ import annotations
 
-import time as _time
 from typing import NamedTuple
 
 import numba as nb
@@ -43,6 +42,7 @@ from .._unmanaged import unmanaged
 from ..formulations import protocol
 from ..kinematics import kernels as K
 from ..linalg.lapack import dgetrf, dgetrs
+from .stopwatch import Stopwatch
 
 
 class HHTData(NamedTuple):
@@ -341,21 +341,19 @@ class HHT:
         hht_run(self.data, self.work, self.q.copy(), self.qd.copy(), self.t, dt, 0, 1, out[:1])
         chunk = n_steps if not progress else max(record_every, (n_steps // 100) //
                                                  record_every * record_every)
-        done, wall, cpu = 0, 0.0, 0.0
+        done, watch = 0, Stopwatch()
         while done < n_steps:
             count = min(chunk, n_steps - done)
-            start, cpu_start = _time.perf_counter(), _time.thread_time()
-            st, k = hht_run(self.data, self.work, self.q, self.qd, self.t + done * dt, dt,
-                            count, record_every, out[done // record_every:])
-            wall += _time.perf_counter() - start
-            cpu += _time.thread_time() - cpu_start
+            with watch.timing():
+                st, k = hht_run(self.data, self.work, self.q, self.qd, self.t + done * dt, dt,
+                                count, record_every, out[done // record_every:])
             if st != 0:
                 y = np.concatenate([self.q, self.qd])
                 self.dyn._raise(st, y, self.t + (done + k) * dt)
             done += count
             if progress:
                 progress(done, n_steps)
-        return wall, cpu
+        return watch.wall, watch.cpu
 
     @property
     def multipliers(self) -> np.ndarray:

@@ -8,7 +8,6 @@ adaptive integrator's (``rtol``, ``atol``). Between recorded samples the partiti
 """
 from __future__ import annotations
 
-import time as _time
 
 import numpy as np
 from scipy.integrate import solve_ivp
@@ -16,6 +15,7 @@ from scipy.integrate import solve_ivp
 from ..errors import SolverError
 from .integrators import eval_state_derivative
 from .methods import complete_state, influence
+from .stopwatch import Stopwatch
 
 #: Default tolerances of the reference (issue 5: rtol 1e-10).
 RTOL, ATOL = 1e-10, 1e-12
@@ -51,19 +51,17 @@ def run_reference(dyn, n_steps: int, dt: float, record_every: int, out: np.ndarr
     n = dyn.f.n_q
     n_rec = out.shape[0]
     out[0, :n], out[0, n:] = dyn.q_initial, dyn.qd_initial
-    wall = cpu = 0.0
+    watch = Stopwatch()
     for k in range(1, n_rec):
         t_a = dyn.t0 + (k - 1) * record_every * dt
         t_b = dyn.t0 + k * record_every * dt
         for attempt in range(2):  # a failed evaluation: re-partition at t_a and retry once
             y_a = dyn.y.copy()
-            start, cpu_start = _time.perf_counter(), _time.thread_time()
-            try:
-                st = _segment(dyn, t_a, t_b, rtol, atol, method)
-            except _Failed as e:
-                st = e.status
-            wall += _time.perf_counter() - start
-            cpu += _time.thread_time() - cpu_start
+            with watch.timing():
+                try:
+                    st = _segment(dyn, t_a, t_b, rtol, atol, method)
+                except _Failed as e:
+                    st = e.status
             if st == 0:
                 break
             if attempt == 1:
@@ -78,4 +76,4 @@ def run_reference(dyn, n_steps: int, dt: float, record_every: int, out: np.ndarr
             dyn.reanalyses += 1
         if progress:
             progress(k * record_every, n_steps)
-    return wall, cpu
+    return watch.wall, watch.cpu

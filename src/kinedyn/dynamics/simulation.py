@@ -9,7 +9,6 @@ True
 """
 from __future__ import annotations
 
-import time as _time
 import warnings
 
 import numpy as np
@@ -30,6 +29,7 @@ from . import integrators as I
 from . import schur
 from .schur import mass_blocks
 from .layouts import kkt_layout, penalty_layout
+from .stopwatch import Stopwatch
 from .methods import (REPARTITION, Augmented, AugmentedWork, Partitioned, PartitionedWork,
                       Penalty, PenaltyWork)
 
@@ -383,7 +383,7 @@ class Dynamics:
         per_call = max(n_steps // 100, 2000)
         chunk = n_steps if not progress else max(record_every,
                                                  per_call // record_every * record_every)
-        done, wall, cpu, last_failure = 0, 0.0, 0.0, -1
+        done, last_failure, watch = 0, -1, Stopwatch()
         y = self.y
         # load (or compile) the run kernel outside the timed region: a zero-step run
         second_order = self.method != "hdca"  # HDCA integrates [q; p], not [q; qd]
@@ -404,13 +404,11 @@ class Dynamics:
             rest = -done % record_every
             count = min(rest or chunk, n_steps - done)
             t_start = self.t0 + done * dt
-            start, cpu_start = _time.perf_counter(), _time.thread_time()
-            if rest:
-                st, k = advance(y, t_start, count, row, rest)
-            else:
-                st, k = advance(y, t_start, count, out[done // record_every:])
-            wall += _time.perf_counter() - start
-            cpu += _time.thread_time() - cpu_start
+            with watch.timing():
+                if rest:
+                    st, k = advance(y, t_start, count, row, rest)
+                else:
+                    st, k = advance(y, t_start, count, out[done // record_every:])
             if st != 0:
                 # y is the state at the start of the failed step: re-analyse the pivot order or
                 # re-partition there and go on from it (HDCA and embedded have nothing to redo).
@@ -431,6 +429,7 @@ class Dynamics:
                 out[done // record_every] = row[1]
             if progress:
                 progress(done, n_steps)
+        wall, cpu = watch.wall, watch.cpu
         if self.method == "embedded":   # partitions derived on first use are not the run's time
             wall, cpu = wall - self.embedded.derivation[0], cpu - self.embedded.derivation[1]
         return wall, cpu

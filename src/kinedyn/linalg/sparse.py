@@ -546,8 +546,8 @@ def _fall_back_w(st, n, source, target, target_row, lu_indices, pivot_tol, parit
     and ``inv_diag`` to the reciprocals of its pivots. (Rows scaled to 1 first made the test
     relative to each row, like the static order's, but passed the change point: tried and
     reverted.)"""
+    fallback[0] = 0.0  # the static factors, or none (set below once the dense ones hold)
     if st != REPIVOT or dense.shape[0] == 0:
-        fallback[0] = 0.0
         return st
     for i in range(n):
         for j in range(n):
@@ -557,7 +557,6 @@ def _fall_back_w(st, n, source, target, target_row, lu_indices, pivot_tol, parit
         v = values[source[k]]
         dense[target_row[k], lu_indices[target[k]]] = v
         big = max(big, abs(v))
-    fallback[0] = 0.0
     if not lu_factor(dense, n, piv, pivot_tol * big):
         return SINGULAR
     sign = parity  # det A = det(Pr) det(Pc) det B, det B = (-1)^(interchanges) prod U_kk
