@@ -2,7 +2,8 @@
 the results of its own inlined overloads; other notes of that kind still reach the user. And
 ``overload_inlined``: inlined overloads whose implementations Numba does not compile on their
 own. And the two fixes to Numba's alias analysis (block order, values carried by tuples) that
-keep stores after an inlined overload."""
+keep stores after an inlined overload. And the workers compiled without reference counting,
+whose helpers keep theirs."""
 from __future__ import annotations
 
 import warnings
@@ -15,7 +16,7 @@ from numba.core import event, ir_utils, types
 from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import overload
 
-from kinedyn._jit import overload_inlined, quiet_inliner_notes
+from kinedyn._jit import INLINED, WORKER, overload_inlined, quiet_inliner_notes
 
 
 def action(message: str) -> str | None:
@@ -152,3 +153,43 @@ def test_stores_through_unpacked_tuples_are_kept():
     parts = (pws, pws, pws, pws)
     assert _unpacked_then_inlined(parts, 0, 0.5) == -3.0 + 3 * 1.0 + 1.0
     np.testing.assert_array_equal(pws[0].rhs, [-1.0, -2.0])
+
+
+def test_a_worker_counts_no_references():
+    """A :data:`~kinedyn._jit.WORKER` is compiled without Numba's reference counting: no
+    increment or decrement of its array arguments around its body."""
+    @nb.njit(**dict(WORKER, cache=False))
+    def scale(a, b, x):
+        for i in range(a.shape[0]):
+            b[i] = x * a[i]
+
+    a, b = np.arange(4.0), np.zeros(4)
+    scale(a, b, 2.0)
+    assert np.array_equal(b, 2.0 * a)
+    (compiled,) = scale.overloads.values()
+    assert "NRT_incref" not in compiled.library.get_llvm_str()
+
+
+def test_a_helper_compiled_inside_a_worker_keeps_counting_references():
+    """An :data:`~kinedyn._jit.INLINED` helper compiled first inside a worker is compiled with
+    reference counting all the same: a counting caller reuses that compilation, and a helper
+    that returns its argument must count the reference it hands back. With the flag left to
+    Numba, the helper took the worker's (none), and a counting caller's 1000 calls ended in
+    ``malloc(): unaligned tcache chunk detected``."""
+    def same(a):
+        return a
+
+    def compiled_inside_a_worker(options):
+        helper = nb.njit(**dict(options, cache=False))(same)
+
+        @nb.njit(**dict(WORKER, cache=False))
+        def worker(a):
+            return helper(a)[1]
+
+        assert worker(np.arange(3.0)) == 1.0  # compiles the helper, inside the worker
+        (compiled,) = helper.overloads.values()
+        return "NRT_incref" in compiled.library.get_llvm_str()
+
+    assert compiled_inside_a_worker(INLINED)
+    inherited = {k: v for k, v in INLINED.items() if k != "_nrt"}
+    assert not compiled_inside_a_worker(inherited)  # the case the explicit flag prevents

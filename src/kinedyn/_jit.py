@@ -12,8 +12,22 @@ from numba.core.typing.templates import infer, infer_global, make_overload_templ
 #: inlined, not Numba IR) and never called from Python. Numba still compiles each on its own and
 #: builds a CPython and a C wrapper for it; the wrappers are dead code here, so they are not
 #: built (the kinematic kernels of the test suite compiled 10 % faster, 132 -> 120 s).
+#: Their reference counting is explicit (``_nrt``): Numba otherwise takes the flag from the
+#: first caller that compiles them, and a helper compiled inside a :data:`WORKER` (no counting)
+#: and then inlined into a counting caller would hand it arrays without their references.
 INLINED = dict(cache=True, nogil=True, forceinline=True, no_cpython_wrapper=True,
-               no_cfunc_wrapper=True)
+               no_cfunc_wrapper=True, _nrt=True)
+
+#: Plain-array workers: a real call that takes arrays (and numbers), allocates nothing and
+#: returns no array, compiled **without reference counting** (``_nrt=False``). A counting
+#: callee increments every array argument on entry and decrements it at every exit, a call
+#: into the runtime each: for the unmanaged views the hot paths pass (:mod:`kinedyn._unmanaged`)
+#: only a null check, but two calls per array per call. A worker with 13 array arguments (the
+#: sparse LU's) made 26 of them around a 4 x 4 factorisation: 59 -> 29 ns without. The arrays
+#: are borrowed from the caller, which holds them for the call. Anything the worker calls must
+#: be a WORKER or :data:`INLINED` itself (never inherit the flag; allocating code does not
+#: compile without it).
+WORKER = dict(cache=True, nogil=True, _nrt=False)
 
 # A protocol implementation with a branch (generated code or loops, natural.kernels; gravity
 # alone or all forces) inlined at the Numba IR level under a condition of its caller (the

@@ -260,7 +260,7 @@ class Kernel:
                 call.append(a)
         ret = "types.float64" if self.returns else "types.void"
         return (f"_c_{self.name} = types.ExternalFunction({symbol!r}, {ret}({', '.join(types_)}))\n\n\n"
-                f"@njit(cache=True)\ndef {self.name}({', '.join(self.args)}):\n"
+                f"@njit(cache=True, _nrt=False)\ndef {self.name}({', '.join(self.args)}):\n"
                 f"    {'return ' if self.returns else ''}_c_{self.name}({', '.join(call)})\n")
 
 
@@ -414,7 +414,8 @@ def build_module(name: str, kernels: list[Kernel], extra: str = "", header: str 
         name = f"{name}_c"
     else:
         for k in kernels:
-            parts += ["@njit(cache=True)", k.source()[0]]
+            # straight-line code into its output arrays: no reference counting (kinedyn._jit.WORKER)
+            parts += ["@njit(cache=True, _nrt=False)", k.source()[0]]
     parts.append(extra)
     text = "\n".join(parts)
     digest = hashlib.sha256(text.encode()).hexdigest()[:20]

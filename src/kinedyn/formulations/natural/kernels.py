@@ -36,7 +36,7 @@ import numba as nb
 import numpy as np
 from numba.core import types as types_nb
 
-from ..._jit import INLINED, overload_inlined
+from ..._jit import INLINED, WORKER, overload_inlined
 from ..._llvm import c_float64, call
 from ...model.tape import eval_program
 from .. import protocol
@@ -49,7 +49,7 @@ LINEAR, DOT, ANGLE = 0, 1, 2
 # arrays, sets without code and KINEDYN_NATURAL_CODEGEN=0. (Gamma and the Jacobian alone were
 # inlined by LLVM while the index-1 dynamics ran the loops: a real call handing over ~25 arrays
 # cost more than a small model's arithmetic, double pendulum 2.14 -> 0.88 us per RK4 step.)
-_WORKER = dict(cache=True, nogil=True)
+_WORKER = WORKER  # without reference counting (kinedyn._jit)
 _WRAP = dict(cache=True, nogil=True, inline="always")    # loop-free wrappers unpacking tuples
 _LEAF = INLINED                                         # tiny leaf helpers called per row
 # the dimension as the length of a tuple, for the workers (see the module's docstring)
@@ -449,7 +449,8 @@ def natural_mass(data, work, q, values):
 
 @nb.njit(**_WORKER)
 def _copy(src, dst):
-    dst[:] = src
+    for i in range(src.shape[0]):  # (``dst[:] = src`` needs reference counting: an overlap copy)
+        dst[i] = src[i]
 
 
 @nb.njit(**_LEAF)
@@ -480,7 +481,7 @@ def _forces_w(dims, ec, es, eb, ea, ebt, gravity_q, pf_ent, pf_fn, pf_frame, pf_
               sp_k, sp_c, sp_l0, sp_fn, jf_ent, jf_kind, jf_fn, fval, ev, ed, g, q, qd, out):
     """Q = gravity + point forces + spring-dampers (+ actuators) + joint forces."""
     d = len(dims)
-    out[:] = gravity_q
+    _copy(gravity_q, out)
     for i in range(pf_ent.shape[0]):
         for k in range(d):
             g[2, k] = _f(fval, pf_fn[i, k], 0)

@@ -22,13 +22,15 @@ import numba as nb
 import numpy as np
 from numba.extending import overload
 
-from ..._jit import INLINED
+from ..._jit import INLINED, WORKER
 from ...model.tape import eval_tape
 from .. import protocol
 from .data import DDIST, DIST, DOT, DOTD, DRIVE, POINT, RelativeData
 
 #: reassociation lets LLVM vectorise the short dot products (results change in the last bits)
 _JIT = dict(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+#: ... and the plain-array workers without reference counting (kinedyn._jit)
+_WORKER = dict(WORKER, fastmath=_JIT["fastmath"])
 _LEAF = INLINED  # small array helpers: inlined by LLVM (kinedyn._jit)
 # takes the NamedTuples: inlined as Numba IR, so no member is copied or ref-counted
 _WRAP = dict(cache=True, nogil=True, inline="always")
@@ -65,7 +67,7 @@ def _elementary(axis, q, out):
     out[2, 2] = c + t * z * z
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_WORKER)
 def calc_kinematics_base_to_tip(link_parent, link_coord, link_type, link_axis, link_Rf, link_rf,
                                 q, R, p, S, E, G):
     """Link frames (R_WL, origin) and world motion subspaces S_k for coordinates q
@@ -123,7 +125,7 @@ def _crossm(v, m, out):
     out[5] = v[0] * m[4] - v[1] * m[3] + v[3] * m[1] - v[4] * m[0]
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_WORKER)
 def calc_velocities_base_to_tip(link_parent, link_coord, S, qd, V, A, c):
     """Spatial velocities V and velocity-product accelerations A (qdd = 0, no gravity);
     c: 6-vector scratch."""
@@ -138,7 +140,7 @@ def calc_velocities_base_to_tip(link_parent, link_coord, S, qd, V, A, c):
             A[k, i] = (A[par, i] if par >= 0 else 0.0) + c[i] * w
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_WORKER)
 def calc_accelerations_base_to_tip(link_parent, link_coord, S, qd, qdd, V, A, c):
     """Spatial velocities V and full spatial accelerations A (no gravity); c: scratch."""
     n = link_parent.shape[0]
@@ -153,7 +155,7 @@ def calc_accelerations_base_to_tip(link_parent, link_coord, S, qd, qdd, V, A, c)
                        + S[k, i] * qdd[link_coord[k]])
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_WORKER)
 def calc_spatial_inertias(link_mass, link_com, link_inertia, R, p, I, RJ, c):
     """World spatial inertia of each link with mass about the world origin (6 x 6); the
     entries of massless links (inside multi-coordinate joints) are not touched (RJ 3 x 3,
@@ -189,7 +191,7 @@ def calc_spatial_inertias(link_mass, link_com, link_inertia, R, p, I, RJ, c):
                 I[k, j + 3, i] = I[k, i, j + 3]
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_WORKER)
 def crba(link_parent, link_coord, link_mass, link_rep, rep_parent, mass_pos, S, I, Ic, values,
          f):
     """Composite-rigid-body algorithm: mass-matrix entries a(q) in its CSR pattern.
@@ -302,7 +304,7 @@ def _add_jac(link_parent, link_coord, S, link, x, g, is_point, scale, row):
 
 
 # ---- equations -----------------------------------------------------------------------------
-@nb.njit(**_JIT)
+@nb.njit(**_WORKER)
 def _functions(fn_ops, fn_args, fn_start, stack, t, fval):
     for k in range(fn_start.shape[0] - 1):
         f0, f1, f2 = eval_tape(fn_ops, fn_args, fn_start[k], fn_start[k + 1], t, stack)
