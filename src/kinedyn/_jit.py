@@ -29,6 +29,14 @@ INLINED = dict(cache=True, nogil=True, forceinline=True, no_cpython_wrapper=True
 #: compile without it).
 WORKER = dict(cache=True, nogil=True, _nrt=False)
 
+#: A small :data:`WORKER` on the hot paths, inlined by LLVM into its compiled callers
+#: (``forceinline``). Left to LLVM's cost model, such a callee was inlined when it was compiled
+#: in the same process as its caller and called when it came from the cache: kernels compiled
+#: after ``pytest tests/linalg/test_lu.py`` had filed the sparse LU's workers ran the driven
+#: four-bar at 0.36-0.42 instead of 0.25 µs per step (groups 1.13-1.20 against 0.46), so
+#: their speed depended on what had been compiled before.
+INLINED_WORKER = dict(WORKER, forceinline=True)
+
 # A protocol implementation with a branch (generated code or loops, natural.kernels; gravity
 # alone or all forces) inlined at the Numba IR level under a condition of its caller (the
 # kinematics' ``if evaluate``) makes Numba's SSA pass warn that the inlined call's result - a

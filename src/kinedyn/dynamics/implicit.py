@@ -38,7 +38,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from .._jit import WORKER
+from .._jit import INLINED_WORKER
 from .._unmanaged import unmanaged
 from ..formulations import protocol
 from ..kinematics import kernels as K
@@ -84,7 +84,7 @@ class HHTWork(NamedTuple):
     trans: np.ndarray      # 'T': A is stored row-major, i.e. LAPACK factorises A^T
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _dense_jacobian(indptr, indices, rows, values, out):
     out[:] = 0.0
     for i in range(rows.shape[0]):
@@ -93,7 +93,7 @@ def _dense_jacobian(indptr, indices, rows, values, out):
             out[i, indices[p]] = values[p]
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _dense_mass(indptr, indices, values, out):
     out[:] = 0.0
     for i in range(out.shape[0]):
@@ -110,7 +110,7 @@ def _inverse(A, least_squares):
     return np.linalg.inv(A)
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _lu_factor(A, ipiv, ints):
     """LU of the row-major A in place (LAPACK sees A^T); returns LAPACK's info."""
     dgetrf(ints[0:].ctypes, ints[0:].ctypes, A.ctypes, ints[0:].ctypes, ipiv.ctypes,
@@ -118,14 +118,14 @@ def _lu_factor(A, ipiv, ints):
     return ints[3]
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _lu_solve(A, ipiv, ints, trans, r):
     """r <- A^-1 r with the factor of :func:`_lu_factor` (transposed solve of A^T)."""
     dgetrs(trans.ctypes, ints[0:].ctypes, ints[2:].ctypes, A.ctypes, ints[0:].ctypes,
            ipiv.ctypes, r.ctypes, ints[0:].ctypes, ints[3:].ctypes)
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _jt_lam_minus(indptr, indices, rows, jac, lam, Q, out):
     """out = Phi_q^T lam - Q from the sparse Jacobian values."""
     for i in range(out.shape[0]):

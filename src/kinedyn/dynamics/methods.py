@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from .._jit import INLINED, WORKER
+from .._jit import INLINED, INLINED_WORKER
 from ..formulations import protocol
 from ..kinematics import kernels as K
 
@@ -68,7 +68,7 @@ class AugmentedWork(NamedTuple):
     lam: np.ndarray    # (n_c,) multipliers of the last evaluation
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _assemble_kkt(mass_pos, jac_src, jac_pos, jacT_pos, mass, jac, kkt):
     kkt[:] = 0.0
     for k in range(mass_pos.shape[0]):
@@ -79,7 +79,7 @@ def _assemble_kkt(mass_pos, jac_src, jac_pos, jacT_pos, mass, jac, kkt):
         kkt[jacT_pos[k]] += v
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _rate_of_phi(rows, indptr, indices, jac, qd, phit, out):
     """out = J qd + phi_t over the rows (phi')."""
     for i in range(rows.shape[0]):
@@ -90,7 +90,7 @@ def _rate_of_phi(rows, indptr, indices, jac, qd, phit, out):
         out[i] = v
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _unpack(n, y, rhs, lam, ydot):
     for i in range(n):
         ydot[i] = y[n + i]
@@ -209,7 +209,7 @@ class PenaltyWork(NamedTuple):
     gamma: np.ndarray
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _assemble_penalty(mass_pos, pair_row, pair_a, pair_b, pair_pos, rho, mass, jac, pen):
     pen[:] = 0.0
     for k in range(mass_pos.shape[0]):
@@ -218,7 +218,7 @@ def _assemble_penalty(mass_pos, pair_row, pair_a, pair_b, pair_pos, rho, mass, j
         pen[pair_pos[k]] += jac[pair_a[k]] * rho * jac[pair_b[k]]
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _penalty_rhs(rows, indptr, indices, mass_indptr, mass_indices, mass, jac, qdd, rho, omega,
                  zeta, phi, phid, gamma, out):
     """out = M qdd - J^T rho (-gamma + 2 omega zeta phi' + omega^2 phi)."""
@@ -294,7 +294,7 @@ class PartitionedWork(NamedTuple):
     last: np.ndarray        # [time of the last completed state, 1 if the solver holds its factor]
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _scatter_independent(ind, n, y, q, qd):
     ni = ind.shape[0]
     for k in range(ni):
@@ -302,13 +302,13 @@ def _scatter_independent(ind, n, y, q, qd):
         qd[ind[k]] = y[ni + k]
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _extrapolate(cols, h, q, qd):
     for i in range(cols.shape[0]):
         q[cols[i]] += h * qd[cols[i]]
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _completed(ind, y, t, q, qd, last):
     """True when y at t is the state completed last, whose positions, velocities and factor
     the work still holds: the post-step, the record and the next step's first evaluation all
@@ -362,7 +362,7 @@ _complete_state = nb.njit(cache=True, nogil=True)(_complete_state_passes)
 _complete_state_inlined = nb.njit(**INLINED)(_complete_state_passes)
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _join(q, qd, y):
     n = q.shape[0]
     for i in range(n):
@@ -370,7 +370,7 @@ def _join(q, qd, y):
         y[n + i] = qd[i]
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _gather_independent(ind, n, full_dot, ydot):
     ni = ind.shape[0]
     for k in range(ni):

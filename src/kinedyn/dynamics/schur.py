@@ -40,7 +40,7 @@ import numpy as np
 import scipy.sparse as sps
 from scipy.sparse.csgraph import connected_components
 
-from .._jit import INLINED, WORKER
+from .._jit import INLINED, INLINED_WORKER
 from ..formulations import protocol
 from ..kinematics import kernels as K
 from ..linalg import cholesky as C
@@ -176,7 +176,7 @@ def make_work(system: Schur, form_work) -> SchurWork:
 
 
 # ---- compiled workers (plain arrays) ------------------------------------------------------------
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _factor(ut_pos, ut_jac, ut_w, st_pos, st_jac, st_u, col_ptr, row_idx, rl_ptr, rl_pos, rl_col,
             tail, pivot_tol, jac, u, lx, w):
     """U = M^-1 J^T, S = J U into the factor storage, Cholesky in place."""
@@ -189,7 +189,7 @@ def _factor(ut_pos, ut_jac, ut_w, st_pos, st_jac, st_u, col_ptr, row_idx, rl_ptr
     return C.factorize(col_ptr, row_idx, rl_ptr, rl_pos, rl_col, tail, pivot_tol, lx, w)
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _accelerations(n, rows, jac_indptr, jac_indices, minv_indptr, minv_indices, minv_values,
                    u_indptr, u_indices, perm, col_ptr, row_idx, tail, jac, u, lx, x, Q, rhs, a,
                    lam, y, ydot):
@@ -215,7 +215,7 @@ def _accelerations(n, rows, jac_indptr, jac_indices, minv_indptr, minv_indices, 
             ydot[n + u_indices[p]] -= li * u[p]
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _correct(u_indptr, u_indices, u, perm, col_ptr, row_idx, tail, lx, x, r, y, offset):
     """y[offset + c] -= (U S^-1 r)[c] (r is overwritten): least change in the M-metric."""
     C.solve(perm, col_ptr, row_idx, tail, lx, x, r)
@@ -265,7 +265,7 @@ def _dense_factor_body(rows, jac_indptr, jac_indices, minv, pivot_tol, jac, jd, 
     return st
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _dense_factor(rows, jac_indptr, jac_indices, minv, pivot_tol, jac, jd, ud, ld):
     return _dense_factor_body(rows, jac_indptr, jac_indices, minv, pivot_tol, jac, jd, ud, ld)
 
@@ -299,7 +299,7 @@ def _dense_derivative(rows, jac_indptr, jac_indices, minv, pivot_tol, jac, jd, u
     return st
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _dense_correct(ud, ld, r, y, offset):
     """y[offset + c] -= (U S^-1 r)[c] (r is overwritten), the dense :func:`_correct`."""
     cholesky_solve(ld, r.shape[0], r)
@@ -363,7 +363,7 @@ def _schur_derivative(s, w, y, t, ydot):
     return st
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _baumgarte(rows, indptr, indices, jac, qd, alpha, beta, phi, phit, gamma):
     """gamma <- gamma - 2 alpha phi' - beta^2 phi (thesis eq. 2.18); phit <- phi'."""
     _rate_of_phi(rows, indptr, indices, jac, qd, phit, phit)

@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from .._jit import INLINED, WORKER, overload_inlined
+from .._jit import INLINED, INLINED_WORKER, overload_inlined
 from .._llvm import c_float64, call
 from .._memory import resident_zeros
 from .._unmanaged import unmanaged
@@ -90,7 +90,7 @@ def outputs(n_rows: int, n: int) -> tuple:
             resident_zeros((n_rows, n)), resident_zeros(n_rows), resident_zeros(n_rows, np.int64))
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def max_abs(x):
     m = 0.0
     for v in x:

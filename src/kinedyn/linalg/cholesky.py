@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from .._jit import WORKER
+from .._jit import INLINED_WORKER
 
 SINGULAR = 1
 
@@ -110,7 +110,7 @@ def analyse(n: int, edges, pivot_tol: float = 1e-12) -> Cholesky:
     return Cholesky(n, perm, col_ptr, row_idx, rl_ptr, rl_pos, rl_col, tail, float(pivot_tol))
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def factorize(col_ptr, row_idx, rl_ptr, rl_pos, rl_col, tail, pivot_tol, lx, w):
     """In place: ``lx`` holds the lower triangle of P S P^T on entry and L on exit; ``w`` is
     (n,) zeros on entry and on exit. Returns 0, or 1 when a pivot is not positive enough."""
@@ -144,7 +144,7 @@ def factorize(col_ptr, row_idx, rl_ptr, rl_pos, rl_col, tail, pivot_tol, lx, w):
     return 0
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def solve(perm, col_ptr, row_idx, tail, lx, x, b):
     """b <- S^-1 b with the factor in ``lx``; ``x`` is (n,) scratch."""
     n = perm.shape[0]

@@ -6,7 +6,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from .._jit import INLINED, WORKER, overload_inlined
+from .._jit import INLINED, INLINED_WORKER, overload_inlined
 from ..formulations import protocol
 from .lapack import dgetrf, dgetrs
 from .subsystem import Block
@@ -41,7 +41,7 @@ def dense_lu(block: Block, pivot_tol: float = 1e-10) -> tuple[DenseLU, DenseLUWo
     return solver, work
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _factorize_w(n, source, target, pivot_tol, a, ipiv, ints, scale, values):
     a[:] = 0.0
     scale[:] = 0.0
@@ -66,7 +66,7 @@ def _factorize_w(n, source, target, pivot_tol, a, ipiv, ints, scale, values):
     return 0
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _solve_w(n, a, ipiv, ints, trans, rhs):
     if n == 0:
         return

@@ -17,17 +17,17 @@ import math
 
 import numba as nb
 
-from .._jit import WORKER
+from .._jit import INLINED_WORKER
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def lu_factor(A, n, piv, tol=0.0):
     """Factorise the leading n x n block of ``A`` in place; False when a pivot column has no
     entry larger than ``tol`` in magnitude (singular to that tolerance)."""
     return lu_factor_block(A, 0, n, piv, tol)
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def lu_factor_block(A, s0, s1, piv, tol=0.0):
     """Factorise the diagonal block ``A[s0:s1, s0:s1]`` in place (rows swapped within the
     block; ``piv[k]``, k in [s0, s1), is the row of ``A`` swapped with row k); False when a
@@ -56,7 +56,7 @@ def lu_factor_block(A, s0, s1, piv, tol=0.0):
     return True
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def lu_solve(A, n, piv, b):
     """Overwrite ``b`` with the solution of A x = b from the factors of :func:`lu_factor`."""
     for k in range(n):
@@ -75,7 +75,7 @@ def lu_solve(A, n, piv, b):
         b[i] = s / A[i, i]
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def cholesky_factor(A, n):
     """Cholesky factor L (A = L L^T) of the leading n x n block of the symmetric ``A`` in its
     lower triangle, in place (the upper triangle is not read); -1, or the first row whose pivot

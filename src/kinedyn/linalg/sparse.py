@@ -39,7 +39,7 @@ import scipy.sparse as sps
 import heapq
 from scipy.sparse.linalg import splu
 
-from .._jit import INLINED, WORKER, overload_inlined
+from .._jit import INLINED, INLINED_WORKER, overload_inlined
 from .._llvm import call
 from ..formulations import protocol
 from . import lu_codegen
@@ -461,7 +461,7 @@ def fill(solver: SparseLU) -> int:
     return int(solver.lu_indptr[-1])
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _factorize_w(n, source, target, target_row, fill_pos, update, lu_indptr, lu_indices, lu_diag,
                  pivot_tol, growth_limit, lu, scale, inv_diag, values):
     for p in fill_pos:
@@ -492,7 +492,7 @@ def _factorize_w(n, source, target, target_row, fill_pos, update, lu_indptr, lu_
     return OK
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x, rhs):
     for i in range(n):  # L y = Pr b (unit diagonal)
         v = rhs[row_perm[i]]
@@ -508,7 +508,7 @@ def _solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag
         rhs[col_perm[j]] = x[j]
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _solve_pair_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x, y, a,
                   b):
     """Two right-hand sides in one pass over the factors: the two recurrences are independent,
@@ -535,7 +535,7 @@ def _solve_pair_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv
         b[col_perm[j]] = y[j]
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _fall_back_w(st, n, source, target, target_row, lu_indices, pivot_tol, parity, values,
                  dense, piv, fallback, inv_diag):
     """The status ``st`` of a factorisation by the static order, settled: where the order
@@ -568,7 +568,7 @@ def _fall_back_w(st, n, source, target, target_row, lu_indices, pivot_tol, parit
     return OK
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _fallback_solve_w(n, row_perm, col_perm, dense, piv, x, rhs):
     """rhs = A^-1 rhs by the dense fall-back's factors of B = Pr A Pc."""
     for i in range(n):
@@ -578,7 +578,7 @@ def _fallback_solve_w(n, row_perm, col_perm, dense, piv, x, rhs):
         rhs[col_perm[j]] = x[j]
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _loop_solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x, rhs,
                   dense, piv, fallback):
     if fallback[0] != 0.0:
@@ -587,7 +587,7 @@ def _loop_solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv
         _solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x, rhs)
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _loop_solve_pair_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x,
                        y, a, b, dense, piv, fallback):
     if fallback[0] != 0.0:
@@ -625,7 +625,7 @@ def sparse_solve_pair(s, w, a, b):
 # (NumbaIRAssumptionWarning) in every integrator that inlines them.
 # Each block of ``code`` (one, or the blocks of a block-diagonal solver, see block_diagonal) is
 # called on its part of the arrays.
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _coded_factorize_w(code, n, source, target, target_row, fill_pos, update, lu_indptr,
                        lu_indices, lu_diag, pivot_tol, growth_limit, lu, scale, inv_diag, values):
     if code[FACTORIZE] != 0:
@@ -639,7 +639,7 @@ def _coded_factorize_w(code, n, source, target, target_row, fill_pos, update, lu
                         lu_diag, pivot_tol, growth_limit, lu, scale, inv_diag, values)
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _coded_solve_w(code, n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x,
                    rhs, dense, piv, fallback):
     if code[SOLVE] != 0 and fallback[0] == 0.0:
@@ -651,7 +651,7 @@ def _coded_solve_w(code, n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, 
                       rhs, dense, piv, fallback)
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _coded_solve_pair_w(code, n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag,
                         x, y, a, b, dense, piv, fallback):
     if code[SOLVE_PAIR] != 0 and fallback[0] == 0.0:

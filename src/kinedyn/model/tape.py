@@ -18,7 +18,7 @@ import numba as nb
 import numpy as np
 import sympy as sp
 
-from .._jit import WORKER
+from .._jit import INLINED_WORKER
 from .expressions import t as T
 
 # Operation codes. Leaf ops push, unary ops replace the top, binary ops pop two and push one.
@@ -233,7 +233,7 @@ def apply_unary(op, arg, u, u1, u2):
     return f0, d1 * u1, d2 * u1 * u1 + d1 * u2
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def eval_tape(ops, args, start, end, time, stack):
     """Evaluate the tape ``ops[start:end]`` at ``time``.
 
@@ -268,7 +268,7 @@ def eval_tape(ops, args, start, end, time, stack):
     return stack[0, 0], stack[0, 1], stack[0, 2]
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def eval_functions(ops, args, start, time, out, stack):
     """Evaluate every function of a tape table at ``time`` into ``out (n_function, 3)``."""
     for k in range(start.shape[0] - 1):
@@ -346,7 +346,7 @@ def build_program(ops, args, start) -> Program:
                    new[np.array(outs, np.int64)].astype(np.int64))
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def eval_program(op, arg, a, b, time, reg):
     """Run a :class:`Program` at ``time``: ``reg (n_reg, 3)`` gets every register."""
     for i in range(op.shape[0]):

@@ -36,7 +36,7 @@ import numba as nb
 import numpy as np
 from numba.core import types as types_nb
 
-from ..._jit import INLINED, WORKER, overload_inlined
+from ..._jit import INLINED, INLINED_WORKER, WORKER, overload_inlined
 from ..._llvm import c_float64, call
 from ...model.tape import eval_program
 from .. import protocol
@@ -106,7 +106,7 @@ def _entity(ent_start, ent_block, ent_alpha, ent_beta, d, e, x, out, s):
         out[s, 2] = v2
 
 
-@nb.njit(**_WORKER)
+@nb.njit(**INLINED_WORKER)
 def _functions_at(fp_op, fp_arg, fp_a, fp_b, fp_out, freg, fval, ftime, t):
     """Fill fval with every function of time at t, unless it already holds time t.
 
@@ -447,7 +447,7 @@ def natural_mass(data, work, q, values):
     _copy(data.mass_values, values)
 
 
-@nb.njit(**_WORKER)
+@nb.njit(**INLINED_WORKER)
 def _copy(src, dst):
     for i in range(src.shape[0]):  # (``dst[:] = src`` needs reference counting: an overlap copy)
         dst[i] = src[i]
