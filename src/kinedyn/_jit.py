@@ -24,9 +24,10 @@ INLINED = dict(cache=True, nogil=True, forceinline=True, no_cpython_wrapper=True
 #: into the runtime each: for the unmanaged views the hot paths pass (:mod:`kinedyn._unmanaged`)
 #: only a null check, but two calls per array per call. A worker with 13 array arguments (the
 #: sparse LU's) made 26 of them around a 4 x 4 factorisation: 59 -> 29 ns without. The arrays
-#: are borrowed from the caller, which holds them for the call. Anything the worker calls must
-#: be a WORKER or :data:`INLINED` itself (never inherit the flag; allocating code does not
-#: compile without it).
+#: are borrowed from the caller, which holds them for the call. A function it calls must set
+#: its flag (a WORKER, :data:`INLINED_WORKER` or :data:`INLINED`), or be inlined at the Numba
+#: IR level (``inline="always"``: the tape's operations), so that nothing inherits the flag;
+#: allocating code does not compile without it.
 WORKER = dict(cache=True, nogil=True, _nrt=False)
 
 #: A small :data:`WORKER` on the hot paths, inlined by LLVM into its compiled callers
