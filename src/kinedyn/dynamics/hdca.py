@@ -27,7 +27,7 @@ import numpy as np
 
 from .._memory import resident_zeros
 from ..errors import ModelError, SolverError
-from ..formulations.hamiltonian import Hamiltonian, hdca_derivative
+from ..formulations.hamiltonian import Hamiltonian
 from ..formulations.hamiltonian import natural_map as NM
 from ..formulations import protocol
 from ..formulations.hamiltonian.kernels import evaluate_state, evaluate_state_momenta
@@ -173,8 +173,9 @@ def _method_derivative(system, work, y, t, ydot):
 
 
 def _method_record(system, work, y, t, out):
-    n = system.hdca.n_j
-    hdca_derivative(system.hdca, work.hdca, y[:n], y[n:], work.ydot[:n], work.ydot[n:])
+    # inlined as the derivative is: a call of ``hdca_derivative`` copied both NamedTuples by
+    # value, and LLVM inlined it only when it was compiled with the run (docs/architecture.md)
+    evaluate_state(system.hdca, work.hdca, y, work.ydot)
     NM.to_natural(system.natural, work.hdca, out)
 
 

@@ -22,13 +22,13 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from .._jit import WORKER
+from .._jit import INLINED_WORKER
 
 #: Status codes: 0 = ok, 1 = singular (zero pivot or determinant).
 OK, SINGULAR = 0, 1
 
 
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def inverse_2x2(a, out) -> int:
     """``out = a^-1`` for a 2 x 2 ``a`` by the adjugate method (eq. 53); status 1 if singular.
 
@@ -154,7 +154,7 @@ def _inv(a):
     return 1.0 / a
 
 
-ldup_inverse = nb.njit(**WORKER)(_make_ldup(_mul, _add, _inv))
+ldup_inverse = nb.njit(**INLINED_WORKER)(_make_ldup(_mul, _add, _inv))
 ldup_inverse.__doc__ = """``out = a^-1`` (n x n) by LDUP factorisation and inversion, eqs. 54-82.
 
 ``work, piv`` from :func:`ldup_workspace`. Returns 0, or 1 when a pivot is exactly zero.

@@ -28,7 +28,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from ..._jit import WORKER
+from ..._jit import INLINED_WORKER
 from ..._unmanaged import unmanaged
 from ...linalg.inversion import inverse_2x2, ldup_inverse
 
@@ -351,7 +351,7 @@ def assemble_momenta(data, work, c):
 
 
 # ---- base connection (eqs. 40-44) -----------------------------------------------------------------
-@nb.njit(**WORKER)
+@nb.njit(**INLINED_WORKER)
 def _dtxd(D1, X, D2, out, r0, c0):
     """out[r0:r0+2, c0:c0+2] = D1^T X D2."""
     for i in range(2):
