@@ -35,9 +35,10 @@ WORKER = dict(cache=True, nogil=True, _nrt=False)
 #: in the same process as its caller and called when it came from the cache: kernels compiled
 #: after ``pytest tests/linalg/test_lu.py`` had filed the sparse LU's workers ran the driven
 #: four-bar at 0.36-0.42 instead of 0.25 µs per step (groups 1.13-1.20 against 0.46), so
-#: their speed depended on what had been compiled before. HDCA's small inverses and D^T X D
-#: product are such workers since 2026-12-01 (a kernel compiled after the HDCA tests called
-#: them, 4.62-4.78 against 4.14-4.34 us per four-bar RK4 step; docs/architecture.md).
+#: their speed depended on what had been compiled before. Since 2026-12-01 also HDCA's small
+#: inverses and D^T X D product: after the HDCA tests, its run kernel called them (and the
+#: record's evaluation, now inlined too), 4.62-4.78 against 4.14-4.34 us per four-bar RK4
+#: step (docs/architecture.md).
 INLINED_WORKER = dict(WORKER, forceinline=True)
 
 # A protocol implementation with a branch (generated code or loops, natural.kernels; gravity
