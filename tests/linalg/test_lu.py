@@ -188,6 +188,26 @@ def test_permutation_sign():
         assert sparse.permutation_sign(p) == np.linalg.det(np.eye(n)[p])
 
 
+def test_dense_and_sparse_solvers_share_one_compiled_type():
+    """A dense (LAPACK) and a sparse solver are one Numba type, so a kernel compiled for one
+    serves the other (one compilation, not one per solver); on the same kernel both solve a
+    pair of right-hand sides as NumPy does, and both tell the determinant's sign."""
+    A = random_system(25, 0.15, 7)
+    block = full_block(A)
+    dense, sparse_ = dense_lu(block), analyse(block, A.data)
+    assert nb.typeof(dense) == nb.typeof(sparse_)
+    rhs = np.random.default_rng(8).standard_normal((2, 25))
+    want = np.linalg.solve(A.toarray(), rhs.T).T
+    compiled = []
+    for solver, work in (dense, sparse_):
+        x, y = rhs[0].copy(), rhs[1].copy()
+        assert factor_solve_pair(solver, work, A.data, x, y) == 0
+        np.testing.assert_allclose(np.stack([x, y]), want, rtol=1e-9, atol=1e-12)
+        assert factor_det_sign(solver, work, A.data) == np.sign(np.linalg.det(A.toarray()))
+        compiled.append((list(factor_solve_pair.signatures), list(factor_det_sign.signatures)))
+    assert compiled[0] == compiled[1]  # the sparse solver compiled nothing new
+
+
 def test_dense_reports_singular_matrix():
     A = sps.csr_matrix(np.array([[1.0, 2.0], [2.0, 4.0 + 1e-14]]))
     solver, work = dense_lu(full_block(A))

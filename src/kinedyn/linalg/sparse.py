@@ -27,6 +27,10 @@ Patterns of moderate size also get the same three operations as straight-line ma
 (:mod:`.lu_codegen`, generated at analysis): the compiled protocol functions call it when the
 solver has it and the arrays are C-contiguous, else run the loops here; the results are the
 same to the bit.
+
+The dense LU (:mod:`.dense`, LAPACK) is the same compiled type, :class:`LU` with its
+``lapack`` flag set, so a run kernel compiled for one solver serves the other; the protocol
+functions here branch on the flag at run time.
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ from ..formulations import protocol
 from . import lu_codegen
 from .lu_codegen import (CODE_WIDTH, FACTORIZE, LU_OFFSET, NO_CODE, ROW_OFFSET, SOLVE,
                          SOLVE_PAIR)
+from .lapack import dense_det_sign, dense_factorize, dense_solve
 from .small import lu_factor, lu_solve
 from .subsystem import Block
 
@@ -52,7 +57,17 @@ OK, SINGULAR, REPIVOT = 0, 1, 2
 INDEX = np.uint32  # every index array (see the module docstring)
 
 
-class SparseLU(NamedTuple):
+#: LAPACK's arguments of a sparse solver's work, which never reads them (:class:`LUWork`)
+NO_PIVOTS = np.zeros(0, np.int32)
+NOT_TRANSPOSED = np.array([ord("N")], np.uint8)
+
+
+class LU(NamedTuple):
+    """The compiled LU solver type: the static-pivot sparse LU of this module or, with
+    ``lapack`` set, LAPACK's dense LU of the block (:func:`.dense.dense_lu`: ``source`` and
+    ``target`` place the entries in the column-major factors ``LUWork.lu``; the sparse
+    pattern's arrays are empty). One type for both, so a kernel compiled for one serves the
+    other: the protocol functions branch on ``lapack`` at run time."""
     n: int
     source: np.ndarray     # (nnz_A,) entry positions in the caller's values array
     target: np.ndarray     # (nnz_A,) positions in the LU values
@@ -68,9 +83,10 @@ class SparseLU(NamedTuple):
     growth_limit: float
     code: np.ndarray = NO_CODE  # generated code (:mod:`.lu_codegen`, per block) or zeros
     parity: float = 1.0    # det(Pr) det(Pc): det A = parity * the product of the pivots
+    lapack: bool = False   # a dense solver (LAPACK)
 
 
-class SparseLUWork(NamedTuple):
+class LUWork(NamedTuple):
     lu: np.ndarray     # L\U values
     x: np.ndarray      # (n,) permuted solution
     x2: np.ndarray     # (n,) permuted second solution (solve_pair)
@@ -80,6 +96,9 @@ class SparseLUWork(NamedTuple):
     piv: np.ndarray    # (n,) int64 their row interchanges, or (0,)
     fallback: np.ndarray  # (1,) 0.0: the static order's factors hold; else det(Pr Pc P) = +-1:
     # the dense ones do (with the parity of their interchanges, for det_sign)
+    ipiv: np.ndarray = NO_PIVOTS  # a dense solver's: (n,) int32 dgetrf's row interchanges,
+    ints: np.ndarray = NO_PIVOTS  # [n, n, 1, info] int32,
+    trans: np.ndarray = NOT_TRANSPOSED  # 'N'; lu then holds its (n * n,) column-major factors
 
 
 #: Largest block that gets a dense fall-back (:func:`with_fallback`): its n x n copy stays in a
@@ -89,13 +108,13 @@ FALLBACK_LIMIT = 24
 FALLBACK_SWITCH = "KINEDYN_SPARSE_FALLBACK"  # "0": no solver analysed from now on gets one
 
 
-def sparse_work(n: int, n_lu: int) -> SparseLUWork:
+def sparse_work(n: int, n_lu: int) -> LUWork:
     """Scratch for a solver of ``n`` rows with ``n_lu`` L\\U entries, without a fall-back."""
-    return SparseLUWork(np.zeros(n_lu), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
-                        np.zeros((0, 0)), np.zeros(0, np.int64), np.zeros(1))
+    return LUWork(np.zeros(n_lu), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n),
+                  np.zeros((0, 0)), np.zeros(0, np.int64), np.zeros(1))
 
 
-def with_fallback(work: SparseLUWork, n: int) -> SparseLUWork:
+def with_fallback(work: LUWork, n: int) -> LUWork:
     """``work`` with room for the dense fall-back (module docstring) when the block has at most
     ``FALLBACK_LIMIT`` rows and the environment variable ``KINEDYN_SPARSE_FALLBACK`` is not
     ``0``; unchanged otherwise. For callers for which a degraded order means nothing but the
@@ -119,14 +138,14 @@ DIAG_PIVOT_THRESH = 0.1
 INTERLEAVE_LIMIT = 100_000
 
 
-def cost(solver: SparseLU) -> int:
+def cost(solver: LU) -> int:
     """Work of one factorisation and one solution: elimination updates plus L\\U entries."""
     return len(solver.update) + fill(solver)
 
 
 def analyse(block: Block, sample_values: np.ndarray, pivot_tol: float = 1e-10,
             diag_pivot_thresh: float = DIAG_PIVOT_THRESH, growth_limit: float = 1e3,
-            orderings=("COLAMD",), codegen: bool = True) -> tuple[SparseLU, SparseLUWork]:
+            orderings=("COLAMD",), codegen: bool = True) -> tuple[LU, LUWork]:
     """Choose the pivot order from ``sample_values`` (the caller's full values array).
 
     With several column ``orderings`` (SuperLU's names, e.g. :data:`ORDERINGS`) each is
@@ -186,7 +205,7 @@ class PivotOrders:
         self.last_reused = False
 
     def analyse(self, block: Block, values: np.ndarray,
-                reuse: bool = True) -> tuple[SparseLU, SparseLUWork]:
+                reuse: bool = True) -> tuple[LU, LUWork]:
         """A solver for ``block`` whose order holds at ``values`` (the full values array); a new
         analysis without looking at the kept orders when ``reuse`` is False."""
         for k in range(1, len(self.kept) if reuse else 0):
@@ -214,7 +233,7 @@ def _same_block(a: Block, b: Block) -> bool:
                          ((a.source, b.source), (a.indptr, b.indptr), (a.indices, b.indices)))
 
 
-def _holds(solver: SparseLU, work: SparseLUWork, values: np.ndarray) -> bool:
+def _holds(solver: LU, work: LUWork, values: np.ndarray) -> bool:
     """Whether ``solver``'s static order factorises ``values`` with the multipliers a fresh
     threshold-pivoting analysis would guarantee there (:class:`PivotOrders`)."""
     s, w = solver, work
@@ -240,7 +259,7 @@ def _cheapest(block, sample_values, pivot_tol, diag_pivot_thresh, growth_limit, 
     return spec, (with_code(solver, codegen), work)
 
 
-def with_code(solver: SparseLU, codegen: bool = True) -> SparseLU:
+def with_code(solver: LU, codegen: bool = True) -> LU:
     """The solver with generated straight-line code for its pattern (:mod:`.lu_codegen`; the
     loops when ``codegen`` is False, the pattern is empty or its :func:`cost` exceeds
     ``lu_codegen.LIMIT``, or the environment variable ``KINEDYN_SPARSE_CODEGEN`` is ``0``)."""
@@ -249,7 +268,7 @@ def with_code(solver: SparseLU, codegen: bool = True) -> SparseLU:
     return solver._replace(code=lu_codegen.compile_solver(solver) if wanted else NO_CODE)
 
 
-def with_codes(solvers, threads: int = 1) -> list[SparseLU]:
+def with_codes(solvers, threads: int = 1) -> list[LU]:
     """:func:`with_code` for several solvers that a run on ``threads`` threads uses at every
     step (the structural groups of a kinematic analysis), when their total :func:`cost` per
     thread is within ``lu_codegen.TOTAL_LIMIT``; beyond it all keep the loops. Straight-line
@@ -269,8 +288,8 @@ def _analyse_order(block, sample_values, pivot_tol, diag_pivot_thresh, growth_li
     A = block.matrix(sample_values).tocsc()
     if n == 0:
         empty = np.zeros(0, INDEX)
-        return (SparseLU(0, empty, empty, np.zeros(1, INDEX), empty, empty, empty, empty,
-                         empty, empty, empty, pivot_tol, growth_limit),
+        return (LU(0, empty, empty, np.zeros(1, INDEX), empty, empty, empty, empty, empty,
+                   empty, empty, pivot_tol, growth_limit),
                 sparse_work(0, 0))
     lu = splu(A, permc_spec=spec, diag_pivot_thresh=diag_pivot_thresh,
               options={"SymmetricMode": False})
@@ -324,17 +343,17 @@ def _analyse_order(block, sample_values, pivot_tol, diag_pivot_thresh, growth_li
     update = [pos[(i, c)] for i in range(n) for k in patterns[i] if k < i
               for c in upper[k]]  # the order _factorize_w consumes them
     ix = lambda a: np.asarray(a).astype(INDEX)  # noqa: E731
-    solver = SparseLU(n, ix(block.source), ix(target), ix(indptr), ix(indices), ix(diag),
-                      ix(row_perm), ix(col_perm), ix(inv_row[local_rows]), ix(fill_pos),
-                      ix(update), float(pivot_tol), float(growth_limit),
-                      parity=permutation_sign(row_perm) * permutation_sign(col_perm))
+    solver = LU(n, ix(block.source), ix(target), ix(indptr), ix(indices), ix(diag),
+                ix(row_perm), ix(col_perm), ix(inv_row[local_rows]), ix(fill_pos), ix(update),
+                float(pivot_tol), float(growth_limit),
+                parity=permutation_sign(row_perm) * permutation_sign(col_perm))
     return solver, sparse_work(n, len(indices))
 
 
-def block_diagonal(parts) -> tuple[SparseLU, SparseLUWork]:
+def block_diagonal(parts) -> tuple[LU, LUWork]:
     """One solver for the block-diagonal matrix of several analysed blocks ``parts``
-    [(SparseLU, SparseLUWork)]: block k's rows and columns follow those of the blocks before
-    it (its local numbering shifted by their sizes).
+    [(LU, LUWork)]: block k's rows and columns follow those of the blocks before it (its
+    local numbering shifted by their sizes).
 
     The factors of a block-diagonal matrix are the blocks' own factors: every pivot, fill
     entry and elimination update is a block's, so one factorisation or solution of the whole
@@ -411,10 +430,10 @@ def block_diagonal(parts) -> tuple[SparseLU, SparseLUWork]:
     fill_pos = np.concatenate([moved(k, s.fill_pos) for k, (s, _) in enumerate(parts)])
     source = np.concatenate([i64(s.source) for s, _ in parts])
     ix = lambda a: np.asarray(a).astype(INDEX)  # noqa: E731
-    solver = SparseLU(n, ix(source), ix(target), ix(indptr), ix(np.concatenate(indices)),
-                      ix(diag), ix(row_perm), ix(col_perm), ix(target_row), ix(np.sort(fill_pos)),
-                      ix(np.concatenate(update)), pivot_tol, growth_limit,
-                      parity=permutation_sign(row_perm) * permutation_sign(col_perm))
+    solver = LU(n, ix(source), ix(target), ix(indptr), ix(np.concatenate(indices)), ix(diag),
+                ix(row_perm), ix(col_perm), ix(target_row), ix(np.sort(fill_pos)),
+                ix(np.concatenate(update)), pivot_tol, growth_limit,
+                parity=permutation_sign(row_perm) * permutation_sign(col_perm))
     if by_blocks:  # each block's code on its L\U entries and rows, which now follow each other
         code = []
         for k, (s, _) in enumerate(parts):
@@ -431,7 +450,7 @@ def block_diagonal(parts) -> tuple[SparseLU, SparseLUWork]:
     return solver, work
 
 
-def _update_starts(s: SparseLU) -> np.ndarray:
+def _update_starts(s: LU) -> np.ndarray:
     """(n + 1,) where each row's elimination updates start in ``s.update``: the rows consume
     the list in order, one update per entry of U's row k for each multiplier l_ik."""
     ptr, ind, dg = (np.asarray(a, np.int64) for a in (s.lu_indptr, s.lu_indices, s.lu_diag))
@@ -456,7 +475,7 @@ def permutation_sign(perm) -> float:
     return -1.0 if odd else 1.0
 
 
-def fill(solver: SparseLU) -> int:
+def fill(solver: LU) -> int:
     """Number of entries of L\\U (the cost driver)."""
     return int(solver.lu_indptr[-1])
 
@@ -580,8 +599,10 @@ def _fallback_solve_w(n, row_perm, col_perm, dense, piv, x, rhs):
 
 @nb.njit(**INLINED_WORKER)
 def _loop_solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x, rhs,
-                  dense, piv, fallback):
-    if fallback[0] != 0.0:
+                  dense, piv, fallback, lapack, ipiv, ints, trans):
+    if lapack:
+        dense_solve(n, lu, ipiv, ints, trans, rhs)
+    elif fallback[0] != 0.0:
         _fallback_solve_w(n, row_perm, col_perm, dense, piv, x, rhs)
     else:
         _solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x, rhs)
@@ -589,8 +610,11 @@ def _loop_solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv
 
 @nb.njit(**INLINED_WORKER)
 def _loop_solve_pair_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x,
-                       y, a, b, dense, piv, fallback):
-    if fallback[0] != 0.0:
+                       y, a, b, dense, piv, fallback, lapack, ipiv, ints, trans):
+    if lapack:
+        dense_solve(n, lu, ipiv, ints, trans, a)
+        dense_solve(n, lu, ipiv, ints, trans, b)
+    elif fallback[0] != 0.0:
         _fallback_solve_w(n, row_perm, col_perm, dense, piv, x, a)
         _fallback_solve_w(n, row_perm, col_perm, dense, piv, x, b)
     else:
@@ -598,11 +622,23 @@ def _loop_solve_pair_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu
                       a, b)
 
 
+@nb.njit(**INLINED_WORKER)
+def _loop_factorize_w(n, source, target, target_row, fill_pos, update, lu_indptr, lu_indices,
+                      lu_diag, pivot_tol, growth_limit, lu, scale, inv_diag, values, lapack,
+                      ipiv, ints):
+    """:func:`_factorize_w`, or LAPACK's dense factorisation for a dense solver."""
+    if lapack:
+        return dense_factorize(n, source, target, pivot_tol, lu, ipiv, ints, scale, values)
+    return _factorize_w(n, source, target, target_row, fill_pos, update, lu_indptr, lu_indices,
+                        lu_diag, pivot_tol, growth_limit, lu, scale, inv_diag, values)
+
+
 @nb.njit(cache=True, nogil=True, inline="always")
 def sparse_factorize(s, w, values):
-    return _fall_back_w(_factorize_w(s.n, s.source, s.target, s.target_row, s.fill_pos,
-                                     s.update, s.lu_indptr, s.lu_indices, s.lu_diag, s.pivot_tol,
-                                     s.growth_limit, w.lu, w.scale, w.inv_diag, values),
+    return _fall_back_w(_loop_factorize_w(s.n, s.source, s.target, s.target_row, s.fill_pos,
+                                          s.update, s.lu_indptr, s.lu_indices, s.lu_diag,
+                                          s.pivot_tol, s.growth_limit, w.lu, w.scale,
+                                          w.inv_diag, values, s.lapack, w.ipiv, w.ints),
                         s.n, s.source, s.target, s.target_row, s.lu_indices, s.pivot_tol,
                         s.parity, values, w.dense, w.piv, w.fallback, w.inv_diag)
 
@@ -610,13 +646,15 @@ def sparse_factorize(s, w, values):
 @nb.njit(cache=True, nogil=True, inline="always")
 def sparse_solve(s, w, rhs):
     _loop_solve_w(s.n, s.lu_indptr, s.lu_indices, s.lu_diag, s.row_perm, s.col_perm, w.lu,
-                  w.inv_diag, w.x, rhs, w.dense, w.piv, w.fallback)
+                  w.inv_diag, w.x, rhs, w.dense, w.piv, w.fallback, s.lapack, w.ipiv, w.ints,
+                  w.trans)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def sparse_solve_pair(s, w, a, b):
     _loop_solve_pair_w(s.n, s.lu_indptr, s.lu_indices, s.lu_diag, s.row_perm, s.col_perm, w.lu,
-                       w.inv_diag, w.x, w.x2, a, b, w.dense, w.piv, w.fallback)
+                       w.inv_diag, w.x, w.x2, a, b, w.dense, w.piv, w.fallback, s.lapack,
+                       w.ipiv, w.ints, w.trans)
 
 
 # the same operations by the solver's generated code when it has some (C-contiguous arrays only:
@@ -627,40 +665,42 @@ def sparse_solve_pair(s, w, a, b):
 # called on its part of the arrays.
 @nb.njit(**INLINED_WORKER)
 def _coded_factorize_w(code, n, source, target, target_row, fill_pos, update, lu_indptr,
-                       lu_indices, lu_diag, pivot_tol, growth_limit, lu, scale, inv_diag, values):
-    if code[FACTORIZE] != 0:
+                       lu_indices, lu_diag, pivot_tol, growth_limit, lu, scale, inv_diag, values,
+                       lapack, ipiv, ints):
+    if code[FACTORIZE] != 0:  # (a dense solver has none)
         for b in range(0, code.shape[0], CODE_WIDTH):
             st = call(code[b + FACTORIZE], (values, lu, inv_diag),
                       (0, code[b + LU_OFFSET], code[b + ROW_OFFSET]), (pivot_tol, growth_limit))
             if st != OK:
                 return st
         return OK
-    return _factorize_w(n, source, target, target_row, fill_pos, update, lu_indptr, lu_indices,
-                        lu_diag, pivot_tol, growth_limit, lu, scale, inv_diag, values)
+    return _loop_factorize_w(n, source, target, target_row, fill_pos, update, lu_indptr,
+                             lu_indices, lu_diag, pivot_tol, growth_limit, lu, scale, inv_diag,
+                             values, lapack, ipiv, ints)
 
 
 @nb.njit(**INLINED_WORKER)
 def _coded_solve_w(code, n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x,
-                   rhs, dense, piv, fallback):
+                   rhs, dense, piv, fallback, lapack, ipiv, ints, trans):
     if code[SOLVE] != 0 and fallback[0] == 0.0:
         for b in range(0, code.shape[0], CODE_WIDTH):
             r = code[b + ROW_OFFSET]
             call(code[b + SOLVE], (lu, inv_diag, rhs), (code[b + LU_OFFSET], r, r), ())
     else:
         _loop_solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x,
-                      rhs, dense, piv, fallback)
+                      rhs, dense, piv, fallback, lapack, ipiv, ints, trans)
 
 
 @nb.njit(**INLINED_WORKER)
 def _coded_solve_pair_w(code, n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag,
-                        x, y, a, b, dense, piv, fallback):
+                        x, y, a, b, dense, piv, fallback, lapack, ipiv, ints, trans):
     if code[SOLVE_PAIR] != 0 and fallback[0] == 0.0:
         for k in range(0, code.shape[0], CODE_WIDTH):
             r = code[k + ROW_OFFSET]
             call(code[k + SOLVE_PAIR], (lu, inv_diag, a, b), (code[k + LU_OFFSET], r, r, r), ())
     else:
         _loop_solve_pair_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag,
-                           x, y, a, b, dense, piv, fallback)
+                           x, y, a, b, dense, piv, fallback, lapack, ipiv, ints, trans)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -668,7 +708,8 @@ def coded_factorize(s, w, values):
     return _fall_back_w(_coded_factorize_w(s.code, s.n, s.source, s.target, s.target_row,
                                            s.fill_pos, s.update, s.lu_indptr, s.lu_indices,
                                            s.lu_diag, s.pivot_tol, s.growth_limit, w.lu,
-                                           w.scale, w.inv_diag, values),
+                                           w.scale, w.inv_diag, values, s.lapack, w.ipiv,
+                                           w.ints),
                         s.n, s.source, s.target, s.target_row, s.lu_indices, s.pivot_tol,
                         s.parity, values, w.dense, w.piv, w.fallback, w.inv_diag)
 
@@ -676,14 +717,15 @@ def coded_factorize(s, w, values):
 @nb.njit(cache=True, nogil=True, inline="always")
 def coded_solve(s, w, rhs):
     _coded_solve_w(s.code, s.n, s.lu_indptr, s.lu_indices, s.lu_diag, s.row_perm, s.col_perm,
-                   w.lu, w.inv_diag, w.x, rhs, w.dense, w.piv, w.fallback)
+                   w.lu, w.inv_diag, w.x, rhs, w.dense, w.piv, w.fallback, s.lapack, w.ipiv,
+                   w.ints, w.trans)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def coded_solve_pair(s, w, a, b):
     _coded_solve_pair_w(s.code, s.n, s.lu_indptr, s.lu_indices, s.lu_diag, s.row_perm,
                         s.col_perm, w.lu, w.inv_diag, w.x, w.x2, a, b, w.dense, w.piv,
-                        w.fallback)
+                        w.fallback, s.lapack, w.ipiv, w.ints, w.trans)
 
 
 def _contiguous(*arrays) -> bool:
@@ -692,25 +734,27 @@ def _contiguous(*arrays) -> bool:
 
 @overload_inlined(protocol.factorize, jit_options=protocol.JIT)
 def _ov_factorize(solver, work, values):
-    if protocol.is_type(solver, SparseLU):
+    if protocol.is_type(solver, LU):
         if _contiguous(values):
             return lambda solver, work, values: coded_factorize(solver, work, values)
         return lambda solver, work, values: sparse_factorize(solver, work, values)
 
 
-protocol.FUSED_SOLVE_PAIR.add(SparseLU)
+protocol.FUSED_SOLVE_PAIR.add(LU)
 
 
 @overload_inlined(protocol.solve_pair, jit_options=protocol.JIT)
 def _ov_solve_pair(solver, work, a, b):
-    if protocol.is_type(solver, SparseLU):
+    if protocol.is_type(solver, LU):
         if _contiguous(a, b):
             return lambda solver, work, a, b: coded_solve_pair(solver, work, a, b)
         return lambda solver, work, a, b: sparse_solve_pair(solver, work, a, b)
 
 
 @nb.njit(**INLINED)  # into each run kernel's step: a call costs as much as the loop
-def _det_sign_w(parity, inv_diag, fallback):
+def _det_sign_w(parity, inv_diag, fallback, lapack, n, lu, ipiv):
+    if lapack:
+        return dense_det_sign(n, lu, ipiv)
     if fallback[0] != 0.0:  # the dense fall-back's factors hold (its own parity)
         parity = fallback[0]
     # a count, not a sign flipped on a test: the pivots' signs are irregular, and a branch on
@@ -723,13 +767,14 @@ def _det_sign_w(parity, inv_diag, fallback):
 
 @overload_inlined(protocol.det_sign, jit_options=protocol.JIT)
 def _ov_det_sign(solver, work):
-    if protocol.is_type(solver, SparseLU):
-        return lambda solver, work: _det_sign_w(solver.parity, work.inv_diag, work.fallback)
+    if protocol.is_type(solver, LU):
+        return lambda solver, work: _det_sign_w(solver.parity, work.inv_diag, work.fallback,
+                                                solver.lapack, solver.n, work.lu, work.ipiv)
 
 
 @overload_inlined(protocol.solve, jit_options=protocol.JIT)
 def _ov_solve(solver, work, rhs):
-    if protocol.is_type(solver, SparseLU):
+    if protocol.is_type(solver, LU):
         if _contiguous(rhs):
             return lambda solver, work, rhs: coded_solve(solver, work, rhs)
         return lambda solver, work, rhs: sparse_solve(solver, work, rhs)
