@@ -7,34 +7,42 @@ the kernels again (15-30 s each per solver and mode), and Numba lowers ``tup[i]`
 over the ``n`` entries, so a kernel also compiled longer the more groups it had (the converged
 sparse run kernel of the four-bar's 2 groups in 10.6 s, of a Stewart platform's 7 in 29.7 s).
 
-:func:`as_table` stores such a tuple in its caller's stack frame, as a C array of its entries,
-and gives a :class:`Table`: a pointer typed by the entry type alone. ``table[i]`` is an indexed
-load. A kernel that takes tables instead of tuples is compiled once for every number of
-groups; only a thin entry kernel (unbox, :func:`as_table`, call) remains per length.
+:class:`PackedTable` stores such a tuple's entries once, in Numba's value representation, in
+a buffer kept with the tuple (made again only when the tuple changes: :class:`TableCache`).
+Passed to a kernel from Python it is a :class:`Table`: a pointer typed by the entry type
+alone, and ``table[i]`` is an indexed load. A kernel that takes tables instead of tuples is
+compiled once for every number of groups.
+
+Until 2026-12-01 the tables were made in compiled code, in the stack frame of a thin entry
+kernel (unbox the tuples, store them, call the kernel on the tables), one per tuple length.
+Numba links a callee into its caller's machine code, so each entry kernel optimised and
+emitted the whole run kernel again: 6-18 s per number of groups, units or workers
+(docs/architecture.md, "Run kernels called from Python on packed tables").
 
 An entry is loaded as an unmanaged view (:mod:`kinedyn._unmanaged`: its arrays without their
-memory-info, so that LLVM drops their reference counting), whose owner is the tuple in the
-caller: the table lives in the frame of the function that made it, from a tuple that function
-received as an argument, and must not be returned or stored, only passed down to the calls
-that function makes. No bounds check: the kernels index tables with the unit and group numbers
-they were built with.
+memory-info and parent, so that LLVM drops their reference counting); the stored values'
+memory-info (the unboxing's, released after the store) is never used. The arrays belong to
+the tuple the :class:`PackedTable` keeps. No bounds check: the kernels index tables with the
+unit and group numbers they were built with.
 """
 from __future__ import annotations
 
 import operator
 
+import numba as nb
+import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.core import cgutils
 from numba.core.datamodel import models
-from numba.extending import intrinsic, register_model
+from numba.core.registry import cpu_target
+from numba.extending import NativeValue, intrinsic, register_model, typeof_impl, unbox
 
 from ._jit import overload_inlined
 from ._unmanaged import without_meminfo
 
 
 class Table(types.Type):
-    """The entries of a homogeneous tuple of ``dtype``, in a caller's frame (:func:`as_table`)."""
+    """The entries of a homogeneous tuple of ``dtype`` (:class:`PackedTable`)."""
 
     def __init__(self, dtype):
         self.dtype = dtype
@@ -47,21 +55,6 @@ class _TableModel(models.PrimitiveModel):
 
     def __init__(self, dmm, fe_type):
         super().__init__(dmm, fe_type, ir.PointerType(dmm.lookup(fe_type.dtype).get_value_type()))
-
-
-@intrinsic
-def as_table(typingctx, tup):
-    """The entries of the homogeneous tuple ``tup`` as a :class:`Table` in the caller's frame."""
-    if not isinstance(tup, types.UniTuple):
-        return None
-
-    def codegen(context, builder, sig, args):
-        entry = context.get_value_type(sig.args[0].dtype)
-        slots = cgutils.alloca_once(builder, ir.ArrayType(entry, sig.args[0].count))
-        builder.store(args[0], slots)
-        zero = ir.Constant(ir.IntType(32), 0)
-        return builder.gep(slots, [zero, zero])
-    return Table(tup.dtype)(tup), codegen
 
 
 @intrinsic
@@ -84,3 +77,71 @@ def _entry(typingctx, table, i):
 def _ov_getitem(table, i):
     if isinstance(table, Table) and isinstance(i, types.Integer):
         return lambda table, i: _entry(table, i)
+
+
+class PackedTable:
+    """The entries of the non-empty homogeneous tuple ``entries``, stored for compiled code:
+    passed to a kernel from Python it is a :class:`Table` of the entries' type. It keeps the
+    tuple, which owns the arrays the stored entries point into; the entries are loaded as
+    views (their memory-info and parent null), so nothing else of the stored values is used."""
+
+    def __init__(self, entries: tuple):
+        typ = nb.typeof(entries)
+        if not isinstance(typ, types.UniTuple):
+            raise TypeError(f"a table needs a non-empty homogeneous tuple, not {typ}")
+        self.entries, self.dtype = entries, typ.dtype
+        context = cpu_target.target_context
+        size = context.get_abi_sizeof(context.get_value_type(self.dtype))
+        self.buffer = np.zeros(size * len(entries), np.uint8)
+        self.address = self.buffer.ctypes.data
+        for i, entry in enumerate(entries):
+            _store(entry, self.address + i * size)
+
+
+class TableCache:
+    """Tables of tuples that stay the same from run to run: called with tuples, it packs a
+    tuple again only when it is another object than the one packed last in its place (solvers
+    re-analysed, say)."""
+
+    def __init__(self):
+        self._packed: dict = {}
+
+    def __call__(self, *tuples) -> tuple:
+        """A :class:`PackedTable` for each of ``tuples``, in order."""
+        out = []
+        for place, entries in enumerate(tuples):
+            made = self._packed.get(place)
+            if made is None or made.entries is not entries:
+                made = self._packed[place] = PackedTable(entries)
+            out.append(made)
+        return tuple(out)
+
+
+@intrinsic
+def _store_at(typingctx, value, address):
+    """Stores ``value`` in Numba's value representation at the integer ``address``."""
+    def codegen(context, builder, sig, args):
+        ptr = builder.inttoptr(args[1], context.get_value_type(sig.args[0]).as_pointer())
+        builder.store(args[0], ptr)
+    return types.void(value, address), codegen
+
+
+@nb.njit(cache=True)
+def _store(entry, address):
+    """One entry of a :class:`PackedTable` (compiled once per entry type)."""
+    _store_at(entry, address)
+
+
+@typeof_impl.register(PackedTable)
+def _typeof_packed(val, c):
+    return Table(val.dtype)
+
+
+@unbox(Table)
+def _unbox_table(typ, obj, c):
+    """The pointer a :class:`PackedTable` holds as ``address``."""
+    address = c.pyapi.object_getattr_string(obj, "address")
+    ptr = c.pyapi.long_as_voidptr(address)
+    c.pyapi.decref(address)
+    table = c.builder.bitcast(ptr, c.context.get_value_type(typ))
+    return NativeValue(table, is_error=c.pyapi.c_api_error())

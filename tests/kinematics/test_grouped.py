@@ -36,12 +36,13 @@ def test_groups_match_global(model, solver):
 
 
 def test_one_run_kernel_for_every_number_of_groups():
-    """The run kernel gets the groups' parts as tables (kinedyn._table), typed without their
-    number: the four-bar's 2 groups and the 3-RRR's 4 run the same compiled kernel, whichever
-    of them compiled it (or loaded it from the disk cache) first; and the dense solver is the
-    sparse one's type (kinedyn.linalg.sparse.LU), so it runs that kernel too."""
+    """The run kernel gets the groups' parts as tables packed from Python (kinedyn._table),
+    typed without their number: the four-bar's 2 groups and the 3-RRR's 4 run the same
+    compiled kernel, whichever of them compiled it (or loaded it from the disk cache) first;
+    and the dense solver is the sparse one's type (kinedyn.linalg.sparse.LU), so it runs that
+    kernel too."""
     def converged():
-        return [sig for sig in grouped._run_units.signatures if sig[4] is not types.none]
+        return [sig for sig in grouped.run_units.signatures if sig[4] is not types.none]
 
     counts = []
     for solver in ("sparse", "dense"):
@@ -49,9 +50,7 @@ def test_one_run_kernel_for_every_number_of_groups():
             kin = Kinematics(get(name).compile(), strategy="groups", solver=solver)
             kin.simulate(0.05, 0.01)
         counts.append(len(converged()))
-    if not converged():  # nothing to count, rather than a pass that checked nothing
-        pytest.skip("the entry kernels came from the disk cache with the inner kernel linked "
-                    "in: checked on a cold cache (as in CI)")
+    assert counts[0] >= 1  # called from Python: compiled or loaded from the cache, it is listed
     solvers = [sig[2].types[0] for sig in converged()]  # the units' solver table
     assert len(set(solvers)) == 1  # one kernel for both solvers, not one per solver or model
     assert counts[1] == counts[0]  # the dense runs compiled nothing new

@@ -24,10 +24,9 @@ from typing import NamedTuple
 
 import numba as nb
 import numpy as np
-from numba import types
 
-from .._jit import INLINED, overload_inlined
-from .._table import as_table
+from .._jit import INLINED
+from .._table import TableCache
 from .._unmanaged import unmanaged
 from ..errors import SingularConfigurationError, SolverError
 from ..formulations import protocol
@@ -59,6 +58,7 @@ class GroupEngine:
         self.blocks = tuple(extract(ptr, ind, g.equations, g.unknowns) for g in gs.groups)
         self.level_groups = [tuple(sorted(level)) for level in gs.levels]
         self._units = None               # the serial run's (:attr:`units`), made on first use
+        self.tables = TableCache()       # the groups' parts packed for the run kernels
         self.solvers = self.sworks = None  # the groups' (:meth:`build`)
         # sparse: each group's orders analysed so far (code is added for the whole engine)
         # and each one's scratch in memory of its own (threads factorise groups side by side)
@@ -179,11 +179,17 @@ class GroupEngine:
             return self.runner.run(times, q, qd, qdd, start, stop, tol, max_iter, fixed,
                                    extrapolate, outs)
         u = self.units
-        groups = (None,) * 4 if fixed else (self.solvers, self.sworks, self.plans, self.pws)
-        st, k, i = run_units(self.kin.data, self.kin.work, *u.parts(), len(u.plans), *groups,
-                             times, q, qd, qdd, start, stop, tol, max_iter, extrapolate, *outs)
+        st, k, i = run_units(self.kin.data, self.kin.work, u.tables(*u.parts()),
+                             len(u.plans), None if fixed else self.group_tables(), times, q, qd,
+                             qdd, start, stop, tol, max_iter, extrapolate, *outs)
         return st, k, (self.failed_group(u, i, q, times[min(k, len(times) - 1)]) if i >= 0
                        else -1)
+
+    def group_tables(self) -> tuple:
+        """The groups' (solvers, solver works, plans, plan works) packed as tables
+        (:mod:`kinedyn._table`): what a converged step takes for its groups' own
+        Newton-Raphson."""
+        return self.tables(self.solvers, self.sworks, self.plans, self.pws)
 
     def failed_group(self, units: "Units", i: int, q, t) -> int:
         """The group whose failure stopped unit ``i``: the member it names
@@ -237,9 +243,12 @@ class Units:
     def __init__(self, groups, plans, pws, works):
         self.groups, self.plans, self.pws, self.works = groups, plans, pws, works
         self.solvers = self.sworks = None
+        self.tables = TableCache()  # the parts packed for the run kernels
 
     def parts(self) -> tuple:
-        """What the run kernels take: (solvers, solver works, plans, plan works, unit works)."""
+        """What the run kernels take, each as a table (``tables(*parts())``, packed
+        again only when a part changes): (solvers, solver works, plans, plan works, unit
+        works)."""
         return self.solvers, self.sworks, self.plans, self.pws, self.works
 
 
@@ -355,72 +364,26 @@ def unit_step(data, work, units, groups, u, q, qd, qdd, t, tol, max_iter, track,
     return st, it, err
 
 
-def group_tables(solvers, sworks, plans, pws):
-    """The groups' parts as the run kernels use them, each tuple as a
-    :class:`~kinedyn._table.Table` in the caller's frame (so that the kernels below it are
-    compiled once for every number of groups), or None when they are None (the paper's step).
-    Numba picks one of the two at compile time by the arguments' types (an ``if solvers is
-    None`` in the kernel types both branches: Numba prunes such a test only for None itself, so
-    the result would be an optional tuple)."""
-    raise NotImplementedError("group_tables() is only available inside compiled code")
-
-
-@overload_inlined(group_tables)
-def _ov_group_tables(solvers, sworks, plans, pws):
-    if isinstance(solvers, types.NoneType):
-        return lambda solvers, sworks, plans, pws: None
-    return lambda solvers, sworks, plans, pws: (as_table(solvers), as_table(sworks),
-                                                as_table(plans), as_table(pws))
-
-
-def unit_tables(solvers, sworks, plans, pws, uworks):
-    """The units' parts (:meth:`Units.parts`) as tables, as :func:`group_tables`."""
-    raise NotImplementedError("unit_tables() is only available inside compiled code")
-
-
-@overload_inlined(unit_tables)
-def _ov_unit_tables(solvers, sworks, plans, pws, uworks):
-    return lambda solvers, sworks, plans, pws, uworks: (
-        group_tables(solvers, sworks, plans, pws) + (as_table(uworks),))
-
-
 @nb.njit(cache=True, nogil=True)
-def run_units(data_, work_, solvers_, sworks_, plans_, pws_, uworks_, n_units, gsolvers_,
-              gsworks_, gplans_, gpws_, times_, q_, qd_, qdd_, start, stop, tol, max_iter,
-              extrapolate, out_q_, out_qd_, out_qdd_, out_res_, out_iter_):
+def run_units(data_, work_, units, n_units, groups, times_, q_, qd_, qdd_, start, stop, tol,
+              max_iter, extrapolate, out_q_, out_qd_, out_qdd_, out_res_, out_iter_):
     """Steps ``start..stop-1``, unit by unit (:func:`unit_step`; see :func:`.kernels.run` for
     the tracking): the units' (solvers, solver works, plans, plan works, unit works) and their
     number, then their groups' (solvers, solver works, plans, plan works) - converged to
-    ``tol`` - or four None: the paper's step (``max_iter`` Newton-Raphson iterations per
-    step). Returns ``(status, step, failing unit)``.
+    ``tol`` - or None: the paper's step (``max_iter`` Newton-Raphson iterations per step).
+    Returns ``(status, step, failing unit)``.
 
-    This entry kernel, compiled for each number of units and groups (their tuples' types),
-    only makes the tables (:func:`unit_tables`, :func:`group_tables`: their entries are loaded
-    as views) and calls :func:`_run_units`, which holds the steps and is compiled once for
-    all: a four-bar (2 groups), a 3-RRR (4) and a Stewart platform (7) share it. ``n_units``
-    comes from the caller, not from ``len(plans_)``: in compiled code a tuple's length is a
-    constant, and passed on it would be typed as a literal, one ``_run_units`` per count
-    again. None is a type of its own, so Numba compiles the two modes as two kernels and
-    prunes the branch the other takes: the paper's kernel neither holds the converged step nor
-    unboxes the groups' arrays (one kernel for both took 0.1 us more per paper step, Stewart
-    platform, 2.4 us, and each call from Python 60 us instead of 22)."""
-    units = unit_tables(solvers_, sworks_, plans_, pws_, uworks_)
-    groups = group_tables(gsolvers_, gsworks_, gplans_, gpws_)
-    # the NamedTuples as views: passed as they are, their tens of arrays would each be
-    # counted in and out of the call
-    return _run_units(unmanaged(data_), unmanaged(work_), units, n_units, groups, times_, q_,
-                      qd_, qdd_, start, stop, tol, max_iter, extrapolate, out_q_, out_qd_,
-                      out_qdd_, out_res_, out_iter_)
-
-
-@nb.njit(cache=True, nogil=True)
-def _run_units(data_, work_, units, n_units, groups, times_, q_, qd_, qdd_, start, stop, tol,
-               max_iter, extrapolate, out_q_, out_qd_, out_qdd_, out_res_, out_iter_):
-    """The steps of :func:`run_units`, on its tables; it makes the views of its arrays here,
-    where LLVM sees their memory-info as null (views made in the entry kernel and passed down
-    kept their reference counting in this function). Written as one kernel, not a loop
-    function inlined into one kernel per mode: each inlined layer is compiled on its own as
-    well (docs/architecture.md, "What the test suite's time is made of")."""
+    Each part comes as a table packed from Python (:class:`~kinedyn._table.PackedTable`,
+    typed without the number of entries), so a four-bar (2 groups), a 3-RRR (4) and a
+    Stewart platform (7) run the same kernel, called from Python without an entry kernel
+    (which would link this one into its own code once per number of units: docs/
+    architecture.md). None is a type of its own, so Numba compiles the two modes as two
+    kernels and prunes the branch the other takes: the paper's kernel does not hold the
+    converged step (one kernel for both took 0.1 us more per paper step, Stewart platform,
+    2.4 us). The views of the arrays are made here, where LLVM sees their memory-info as
+    null. Written as one kernel, not a loop function inlined into one kernel per mode: each
+    inlined layer is compiled on its own as well (docs/architecture.md, "What the test
+    suite's time is made of")."""
     data, work, times = unmanaged(data_), unmanaged(work_), unmanaged(times_)
     q, qd, qdd = unmanaged(q_), unmanaged(qd_), unmanaged(qdd_)
     out_q, out_qd, out_qdd = unmanaged(out_q_), unmanaged(out_qd_), unmanaged(out_qdd_)

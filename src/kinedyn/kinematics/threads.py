@@ -36,13 +36,13 @@ import numpy as np
 
 from .._jit import INLINED
 from .._memory import resident_zeros
-from .._table import as_table
+from .._table import TableCache
 from .._unmanaged import unmanaged
 from ..parallel.team import (ABORT, LINE, NEVER, SPINS, Team, atomic_add,  # noqa: F401
                              atomic_load, atomic_store, barrier, first_failure, make_sync,
                              private_copy, private_zeros, publish_failure, sched_yield)
 from . import kernels as K
-from .grouped import group_tables, unit_step, unit_tables
+from .grouped import unit_step
 
 
 # ---- the worker kernel ------------------------------------------------------------------------
@@ -66,10 +66,9 @@ def predict(times, k, cols, q, qd, qdd, qdd_old):
 
 
 @nb.njit(cache=True, nogil=True)
-def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, unit_ptr_, gsolvers_,
-               gsworks_, gplans_, gpws_, n_levels, w, n_workers, replicate, sync_, times_,
-               state_, record_, stage_, start, stop, tol, max_iter, extrapolate, out_q_, out_qd_,
-               out_qdd_, out_res_, out_iter_, status_):
+def run_worker(data_, works, units, unit_ptr_, groups, n_levels, w, n_workers, replicate,
+               sync_, times_, state_, record_, stage_, start, stop, tol, max_iter, extrapolate,
+               out_q_, out_qd_, out_qdd_, out_res_, out_iter_, status_):
     """Worker ``w`` of ``n_workers``: steps ``start..stop-1`` for its groups.
 
     Units ``unit_ptr[w * n_levels + lv]`` to ``unit_ptr[w * n_levels + lv + 1] - 1`` (their
@@ -78,8 +77,8 @@ def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, unit_ptr
     ancestors others own) - with the sparse solver as one block-diagonal system, with the dense
     one group by group - each with scratch of its own. ``groups``: the group instances'
     (solvers, solver works, plans, plan works), which the units' members index (their own
-    Newton-Raphson in converged steps); four None: the paper's step (a kernel of its own, as
-    :func:`~.grouped.run_units`).
+    Newton-Raphson in converged steps); None: the paper's step (a kernel of its own, as
+    :func:`~.grouped.run_units`). ``works``: the formulation scratch of every worker.
     ``state[r]`` holds q, qd, qdd and the accelerations of the step before (:func:`predict`);
     ``r = w`` with ``replicate``, else the shared ``r = 0`` and a barrier after every level.
     Worker ``w`` records column ``c`` as ``record[w, c]`` says (:func:`recording`): straight
@@ -91,24 +90,9 @@ def run_worker(data_, works_, solvers_, sworks_, plans_, pws_, uworks_, unit_ptr
     inlined sub-problem, one cache line bouncing between them (Stewart platform, paper step,
     two workers: 63 -> 5.0 us per step). ``out_res``/``out_iter`` are (n_workers, n_steps);
     ``status[w]`` receives (status, step, unit) of a failure (status 0 when the worker
-    finished). This entry kernel, compiled for each number of units, groups and workers, only
-    makes the tables (:func:`~.grouped.unit_tables`) and a view of the data, and calls
-    :func:`_run_worker`, compiled once for all (as :func:`~.grouped.run_units`)."""
-    units = unit_tables(solvers_, sworks_, plans_, pws_, uworks_)
-    groups = group_tables(gsolvers_, gsworks_, gplans_, gpws_)
-    return _run_worker(unmanaged(data_), as_table(works_), units, unit_ptr_, groups, n_levels, w,
-                       n_workers, replicate, sync_, times_, state_, record_, stage_, start, stop,
-                       tol, max_iter, extrapolate, out_q_, out_qd_, out_qdd_, out_res_,
-                       out_iter_, status_)
-
-
-@nb.njit(cache=True, nogil=True)
-def _run_worker(data_, works, units, unit_ptr_, groups, n_levels, w, n_workers, replicate,
-                sync_, times_, state_, record_, stage_, start, stop, tol, max_iter, extrapolate,
-                out_q_, out_qd_, out_qdd_, out_res_, out_iter_, status_):
-    """The steps of :func:`run_worker`, on its tables (``works``: the formulation scratch of
-    every worker), compiled once for every number of units, groups and workers; it makes the
-    views, as :func:`~.grouped._run_units`."""
+    finished). The parts and the works come as tables packed from Python, so the kernel is
+    compiled once for every number of units, groups and workers (as
+    :func:`~.grouped.run_units`); it makes the views of its arrays here."""
     data, unit_ptr = unmanaged(data_), unmanaged(unit_ptr_)
     sync, times, state = unmanaged(sync_), unmanaged(times_), unmanaged(state_)
     record, stage = unmanaged(record_), unmanaged(stage_)
@@ -302,6 +286,7 @@ class ThreadedRunner:
         # shared one; a group's rows are read by its solver alone)
         self.state = private_zeros((n, 4, -(-f.n_q // 8) * 8))
         self.works = tuple(private_copy(f.make_work()) for _ in range(n))
+        self.tables = TableCache()  # the parts and works packed for the run kernel
         values = [private_zeros(len(engine.values)) for _ in range(n)]
         self.plans = tuple(engine.plans[g] for g in self.instances)
         self.pws = tuple(K.PlanWork(private_zeros(len(engine.pws[g].phi)),
@@ -365,14 +350,15 @@ class ThreadedRunner:
         if start >= 2:
             state[:, 3] = out_qdd[start - 2]
         self._instance_solvers()
-        groups = (None,) * 4 if fixed else (self.solvers, self.sworks, self.plans, self.pws)
-        parts = (*self.units.parts(), self.unit_ptr, *groups)
+        units = self.units.tables(*self.units.parts())
+        works, *groups = self.tables(self.works, self.solvers, self.sworks, self.plans, self.pws)
+        parts = (units, self.unit_ptr, None if fixed else tuple(groups))
         rest = (self.n, self.replicate, self.sync, times, self.state, self.record, self._stage,
                 start, stop, tol, max_iter, extrapolate, out_q, out_qd, out_qdd, res_w, it_w,
                 self.status)
 
         def work(w):
-            run_worker(e.kin.data, self.works, *parts, self.n_levels, w, *rest)
+            run_worker(e.kin.data, works, *parts, self.n_levels, w, *rest)
 
         self.last_cpu = self.team.run(work, one_by_one=self.one_by_one)
         for w, cols in enumerate(self.staged):
