@@ -179,9 +179,9 @@ class GroupEngine:
             return self.runner.run(times, q, qd, qdd, start, stop, tol, max_iter, fixed,
                                    extrapolate, outs)
         u = self.units
-        st, k, i = run_units(self.kin.data, self.kin.work, u.tables(*u.parts()),
-                             len(u.plans), None if fixed else self.group_tables(), times, q, qd,
-                             qdd, start, stop, tol, max_iter, extrapolate, *outs)
+        st, k, i = run_units(self.kin.data, self.kin.work, u.tables(), len(u.plans),
+                             None if fixed else self.group_tables(), times, q, qd, qdd, start,
+                             stop, tol, max_iter, extrapolate, *outs)
         return st, k, (self.failed_group(u, i, q, times[min(k, len(times) - 1)]) if i >= 0
                        else -1)
 
@@ -243,13 +243,12 @@ class Units:
     def __init__(self, groups, plans, pws, works):
         self.groups, self.plans, self.pws, self.works = groups, plans, pws, works
         self.solvers = self.sworks = None
-        self.tables = TableCache()  # the parts packed for the run kernels
+        self._tables = TableCache()
 
-    def parts(self) -> tuple:
-        """What the run kernels take, each as a table (``tables(*parts())``, packed
-        again only when a part changes): (solvers, solver works, plans, plan works, unit
-        works)."""
-        return self.solvers, self.sworks, self.plans, self.pws, self.works
+    def tables(self) -> tuple:
+        """What the run kernels take, each tuple packed as a table (again only when it has
+        changed): (solvers, solver works, plans, plan works, unit works)."""
+        return self._tables(self.solvers, self.sworks, self.plans, self.pws, self.works)
 
 
 @nb.njit(**INLINED)
@@ -338,7 +337,7 @@ def _converged_unit(data, work, solver, swork, plan, pw, uw, groups, q, qd, t, t
 
 @nb.njit(**INLINED)
 def unit_step(data, work, units, groups, u, q, qd, qdd, t, tol, max_iter, track, first):
-    """Positions, velocities and accelerations of unit ``u`` (``units``: :meth:`Units.parts`).
+    """Positions, velocities and accelerations of unit ``u`` (``units``: :meth:`Units.tables`).
     Without ``groups`` (None) the paper's step (:func:`.kernels.paper_step`: ``max_iter``
     Newton-Raphson iterations of the whole unit, every group doing exactly that many); with the
     groups' (solvers, solver works, plans, plan works) converged, each group with its own

@@ -72,7 +72,7 @@ def run_worker(data_, works, units, unit_ptr_, groups, n_levels, w, n_workers, r
     """Worker ``w`` of ``n_workers``: steps ``start..stop-1`` for its groups.
 
     Units ``unit_ptr[w * n_levels + lv]`` to ``unit_ptr[w * n_levels + lv + 1] - 1`` (their
-    solvers to unit works, :meth:`~.grouped.Units.parts`) are what it solves on level ``lv``
+    solvers to unit works, :meth:`~.grouped.Units.tables`) are what it solves on level ``lv``
     (:func:`~.grouped.unit_step`): its groups (and, with ``replicate``, its copies of the
     ancestors others own) - with the sparse solver as one block-diagonal system, with the dense
     one group by group - each with scratch of its own. ``groups``: the group instances'
@@ -350,7 +350,7 @@ class ThreadedRunner:
         if start >= 2:
             state[:, 3] = out_qdd[start - 2]
         self._instance_solvers()
-        units = self.units.tables(*self.units.parts())
+        units = self.units.tables()
         works, *groups = self.tables(self.works, self.solvers, self.sworks, self.plans, self.pws)
         parts = (units, self.unit_ptr, None if fixed else tuple(groups))
         rest = (self.n, self.replicate, self.sync, times, self.state, self.record, self._stage,
