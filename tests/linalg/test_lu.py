@@ -46,6 +46,13 @@ def test_solution_matches_numpy(n, density, seed, kind):
     x = b.copy()
     assert factor_solve(solver, work, A.data, x) == 0
     np.testing.assert_allclose(x, np.linalg.solve(A.toarray(), b), rtol=1e-9, atol=1e-12)
+    # a matrix's column is not contiguous: LAPACK solves it in the work's scratch, the sparse
+    # loops in place; the other column is left alone
+    columns = np.zeros((n, 2))
+    columns[:, 0] = b
+    assert factor_solve(solver, work, A.data, columns[:, 0]) == 0
+    np.testing.assert_allclose(columns[:, 0], x, rtol=1e-12, atol=1e-14)
+    assert not columns[:, 1].any()
 
 
 def test_sparse_refactorisation_reuses_the_analysis():
@@ -191,7 +198,8 @@ def test_permutation_sign():
 def test_dense_and_sparse_solvers_share_one_compiled_type():
     """A dense (LAPACK) and a sparse solver are one Numba type, so a kernel compiled for one
     serves the other (one compilation, not one per solver); on the same kernel both solve a
-    pair of right-hand sides as NumPy does, and both tell the determinant's sign."""
+    pair of right-hand sides (contiguous or strided) as NumPy does, and both tell the
+    determinant's sign."""
     A = random_system(25, 0.15, 7)
     block = full_block(A)
     dense, sparse_ = dense_lu(block), analyse(block, A.data)
@@ -204,6 +212,11 @@ def test_dense_and_sparse_solvers_share_one_compiled_type():
         assert factor_solve_pair(solver, work, A.data, x, y) == 0
         np.testing.assert_allclose(np.stack([x, y]), want, rtol=1e-9, atol=1e-12)
         assert factor_det_sign(solver, work, A.data) == np.sign(np.linalg.det(A.toarray()))
+        columns = np.zeros((25, 3))  # two strided right-hand sides, one scratch for both
+        columns[:, 0], columns[:, 2] = rhs
+        assert factor_solve_pair(solver, work, A.data, columns[:, 0], columns[:, 2]) == 0
+        np.testing.assert_allclose(columns[:, [0, 2]].T, want, rtol=1e-9, atol=1e-12)
+        assert not columns[:, 1].any()
         compiled.append((list(factor_solve_pair.signatures), list(factor_det_sign.signatures)))
     assert compiled[0] == compiled[1]  # the sparse solver compiled nothing new
 

@@ -15,14 +15,15 @@ from .subsystem import Block
 
 def dense_lu(block: Block, pivot_tol: float = 1e-10) -> tuple[LU, LUWork]:
     """Solver and work for a square block (see :mod:`.subsystem`): LU with partial pivoting,
-    the block's entries placed at ``target`` in the column-major factors ``work.lu``."""
+    the block's entries placed at ``target`` in the column-major factors ``work.lu``, ``work.x``
+    the scratch of a strided right-hand side (:func:`.lapack.dense_solve`)."""
     n = block.n
     local_rows = np.repeat(np.arange(n), np.diff(block.indptr))
     target = (block.indices * n + local_rows).astype(INDEX)  # column-major
     empty = np.zeros(0, INDEX)
     solver = LU(n, block.source.astype(INDEX), target, np.zeros(1, INDEX), empty, empty, empty,
                 empty, empty, empty, empty, float(pivot_tol), 0.0, lapack=True)
-    work = LUWork(np.zeros(n * n), np.zeros(0), np.zeros(0), np.zeros(n), np.zeros(0),
+    work = LUWork(np.zeros(n * n), np.zeros(n), np.zeros(0), np.zeros(n), np.zeros(0),
                   np.zeros((0, 0)), np.zeros(0, np.int64), np.zeros(1),
                   ipiv=np.zeros(n, np.int32), ints=np.array([n, n, 1, 0], np.int32))
     return solver, work

@@ -73,12 +73,27 @@ def dense_factorize(n, source, target, pivot_tol, a, ipiv, ints, scale, values):
 
 
 @nb.njit(**INLINED_WORKER)
-def dense_solve(n, a, ipiv, ints, trans, rhs):
-    """rhs = A^-1 rhs by dgetrs on the factors of :func:`dense_factorize` (``rhs`` contiguous)."""
+def dense_solve(n, a, ipiv, ints, trans, x, rhs):
+    """rhs = A^-1 rhs by dgetrs on the factors of :func:`dense_factorize`. dgetrs reads
+    contiguous memory, so a strided ``rhs`` (a matrix's column, a slice with a step) is solved
+    in the contiguous scratch ``x`` (n,) and copied back. (The test is on the stride: these
+    workers run without Numba's runtime, which ``rhs.flags`` needs.)"""
     if n == 0:
         return
+    if rhs.strides[0] == rhs.itemsize:
+        _getrs(a, ipiv, ints, trans, rhs)
+    else:
+        for i in range(n):  # (loops: an array assignment would need the runtime too)
+            x[i] = rhs[i]
+        _getrs(a, ipiv, ints, trans, x)
+        for i in range(n):
+            rhs[i] = x[i]
+
+
+@nb.njit(**INLINED_WORKER)
+def _getrs(a, ipiv, ints, trans, b):
     dgetrs(trans.ctypes, ints[0:].ctypes, ints[2:].ctypes, a.ctypes, ints[1:].ctypes,
-           ipiv.ctypes, rhs.ctypes, ints[1:].ctypes, ints[3:].ctypes)
+           ipiv.ctypes, b.ctypes, ints[1:].ctypes, ints[3:].ctypes)
 
 
 @nb.njit(**INLINED)  # into each run kernel's step: a call costs as much as the loop

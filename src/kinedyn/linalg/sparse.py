@@ -601,7 +601,7 @@ def _fallback_solve_w(n, row_perm, col_perm, dense, piv, x, rhs):
 def _loop_solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x, rhs,
                   dense, piv, fallback, lapack, ipiv, ints, trans):
     if lapack:
-        dense_solve(n, lu, ipiv, ints, trans, rhs)
+        dense_solve(n, lu, ipiv, ints, trans, x, rhs)
     elif fallback[0] != 0.0:
         _fallback_solve_w(n, row_perm, col_perm, dense, piv, x, rhs)
     else:
@@ -612,8 +612,8 @@ def _loop_solve_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv
 def _loop_solve_pair_w(n, lu_indptr, lu_indices, lu_diag, row_perm, col_perm, lu, inv_diag, x,
                        y, a, b, dense, piv, fallback, lapack, ipiv, ints, trans):
     if lapack:
-        dense_solve(n, lu, ipiv, ints, trans, a)
-        dense_solve(n, lu, ipiv, ints, trans, b)
+        dense_solve(n, lu, ipiv, ints, trans, x, a)
+        dense_solve(n, lu, ipiv, ints, trans, x, b)
     elif fallback[0] != 0.0:
         _fallback_solve_w(n, row_perm, col_perm, dense, piv, x, a)
         _fallback_solve_w(n, row_perm, col_perm, dense, piv, x, b)
