@@ -19,6 +19,13 @@ upwards; base connection (40-41 open, 42-44 closed, the latter's 4 x 4 eta by LD
 (45-48) per level downwards; joint velocities (49) and momentum derivatives (50-51).
 The threaded evaluation (:mod:`.team`) runs the same node functions, split by subtrees over a
 team of workers.
+
+Compilation. The node functions are ``INLINED_WORKER``s: compiled once per precision, without
+reference counting, and inlined by LLVM into whatever calls them. The range passes over them
+(:func:`leaves`, :func:`assemblies`, :func:`evaluate`, ...) are thin and stay inlined at the Numba IR
+level, adding no LLVM layer of their own. When every pass was IR-inlined, each kernel that
+evaluates the derivative typed and lowered the whole tree again: the HDCA tests compiled in
+426 s from an empty cache, 265 s now, with the same steps (docs/architecture.md).
 """
 from __future__ import annotations
 
@@ -131,7 +138,7 @@ def make_work(data: HDCAData) -> HDCAWork:
 
 
 # ---- forward kinematics ---------------------------------------------------------------------------
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(**INLINED_WORKER)
 def forward_kinematics(data, work, q, lo, hi):
     """Body poses, joint points, handles and subspaces H, D from the joint coordinates (base to
     tip), written for the joints ``lo <= k < hi`` and the bodies ``lo..hi-1`` only (with
@@ -191,7 +198,7 @@ def forward_kinematics(data, work, q, lo, hi):
         work.h2[b, 0], work.h2[b, 1] = work.cw[b, 0], work.cw[b, 1]
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(**INLINED_WORKER)
 def kinematics_at(data, work, q):
     """The forward kinematics at ``q`` in ``work``: computed, unless the last whole pass was at
     this very ``q`` (``work.q_fk``, compared entry by entry). Semi-implicit Euler evaluates
@@ -217,7 +224,7 @@ def leaf(data, work, b, p):
     leaf_momenta(data, work, b, p)
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(**INLINED_WORKER)
 def leaf_coefficients(data, work, b):
     """The position-dependent part of :func:`leaf`: xi11, xi12, xi22 (eqs. 13-16), load Q1."""
     mi, ji = data.inv_mass[b], data.inv_inertia[b]
@@ -249,7 +256,7 @@ def leaf_coefficients(data, work, b):
     work.Q1[b, 0], work.Q1[b, 1], work.Q1[b, 2] = fx, fy, wx * fx + wy * fy
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(**INLINED_WORKER)
 def leaf_momenta(data, work, b, p):
     """The momentum-dependent part of :func:`leaf`: xi10, xi20 (eqs. 17-18)."""
     x1, y1 = work.h1[b, 0], work.h1[b, 1]
@@ -282,7 +289,7 @@ def assemble(data, work, c):
     return st
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(**INLINED_WORKER)
 def assemble_coefficients(data, work, c):
     """The position-dependent part of :func:`assemble`: E, C, W (eqs. 33, 35-36), the node's
     xi11, xi12, xi22 (eqs. 27-32), load and handles (eq. 39)."""
@@ -330,7 +337,7 @@ def assemble_coefficients(data, work, c):
     return 0
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(**INLINED_WORKER)
 def assemble_momenta(data, work, c):
     """The momentum-dependent part of :func:`assemble`: b, beta (eqs. 34, 37), the node's
     xi10, xi20 (eqs. 27-32)."""
@@ -372,7 +379,7 @@ def base_connection(data, work):
     return st
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(**INLINED_WORKER)
 def base_coefficients(data, work):
     """The position-dependent part of :func:`base_connection`: eta and its inverse (eqs. 40,
     43: 2 x 2 for an open chain, 4 x 4 by LDUP for a closed one)."""
@@ -390,7 +397,7 @@ def base_coefficients(data, work):
     return ldup_inverse(work.eta, work.eta_inv, work.ldup, work.piv)
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(**INLINED_WORKER)
 def base_momenta(data, work):
     """The momentum-dependent part of :func:`base_connection`: the multipliers sigma (eqs. 41,
     44) and the root's impulses and loads."""
@@ -422,7 +429,7 @@ def base_momenta(data, work):
 
 
 # ---- disassembly (eqs. 45-48) -----------------------------------------------------------------------
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(**INLINED_WORKER)
 def disassemble(data, work, c):
     A, B, k = data.left[c], data.right[c], data.node_joint[c]
     D = work.D[k]
@@ -452,7 +459,7 @@ def disassemble(data, work, c):
 
 
 # ---- leaf velocities (eqs. 11-12) and canonical derivatives (eqs. 49-51) ---------------------------
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(**INLINED_WORKER)
 def leaf_velocity(work, b):
     for i in range(3):
         v1 = work.xi10[b, i]
@@ -464,7 +471,7 @@ def leaf_velocity(work, b):
         work.V2[b, i] = v2
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(**INLINED_WORKER)
 def joint_rates(data, work, k, qd, pd):
     """qd_k = H^T (V_1^B - V_2^A) (eq. 49); pd_k = H^T Qbar_1^B + s'^T Pbar_1^B (eqs. 50-51),
     where s' is the rate of the joint's motion axis: -Omega v_joint (revolute, the paper's

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numba as nb
 
-from ..._jit import INLINED
+from ..._jit import INLINED, INLINED_WORKER
 from .. import protocol
 from .kernels import (REVOLUTE, HDCAData, OriginWork, evaluate_state, evaluate_state_momenta,
                       kinematics_at)
@@ -23,7 +23,7 @@ from .kernels import (REVOLUTE, HDCAData, OriginWork, evaluate_state, evaluate_s
 __all__ = ["OriginWork", "axes_and_inertias", "calc_momenta", "momenta", "motion_and_forces"]
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(**INLINED_WORKER)
 def axes_and_inertias(data, work, q):
     """Forward kinematics at ``q`` (into ``work``, unless it holds them), then
     ``work.spatial``'s axes and inertias."""
@@ -44,7 +44,7 @@ def axes_and_inertias(data, work, q):
         I[2, 2] = 1.0 / data.inv_inertia[b] + m * (cx * cx + cy * cy)
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(**INLINED_WORKER)
 def motion_and_forces(data, o, qd, ax, ay):
     """Base to tip: velocities ``V`` and bias accelerations ``A`` (the base accelerated by
     ``(ax, ay)``, the joint accelerations zero: ``A_k = A_(k-1) + crm(V_(k-1)) s_k qd_k``),
