@@ -45,6 +45,9 @@ def test_one_kernel_for_every_length_and_its_stores_kept():
         assert [p[1][0] for p in parts] == sums
     assert len(_sums.signatures) == 1  # once for all lengths
     assert isinstance(_sums.signatures[0][0], Table)
+    # a table's type is made once, with the table, not again at every call
+    table = PackedTable(_parts(2))
+    assert nb.typeof(table) is nb.typeof(table) is table.numba_type == _sums.signatures[0][0]
 
 
 def test_a_cache_packs_a_tuple_again_only_when_it_changes():

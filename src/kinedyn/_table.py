@@ -90,6 +90,7 @@ class PackedTable:
         if not isinstance(typ, types.UniTuple):
             raise TypeError(f"a table needs a non-empty homogeneous tuple, not {typ}")
         self.entries, self.dtype = entries, typ.dtype
+        self.numba_type = Table(self.dtype)  # for typeof at every call (see _typeof_packed)
         context = cpu_target.target_context
         size = context.get_abi_sizeof(context.get_value_type(self.dtype))
         self.buffer = np.zeros(size * len(entries), np.uint8)
@@ -134,7 +135,9 @@ def _store(entry, address):
 
 @typeof_impl.register(PackedTable)
 def _typeof_packed(val, c):
-    return Table(val.dtype)
+    # the type made once: Table(dtype) made again at each call hashes the entry type's name
+    # (kilobytes for a solver's NamedTuple) to find the interned type
+    return val.numba_type
 
 
 @unbox(Table)

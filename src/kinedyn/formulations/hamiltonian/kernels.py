@@ -22,10 +22,10 @@ team of workers.
 
 Compilation. The node functions are ``INLINED_WORKER``s: compiled once per precision, without
 reference counting, and inlined by LLVM into whatever calls them. The range passes over them
-(:func:`leaves`, :func:`assemblies`, :func:`evaluate`, ...) are thin and stay inlined at the Numba IR
-level, adding no LLVM layer of their own. When every pass was IR-inlined, each kernel that
-evaluates the derivative typed and lowered the whole tree again: the HDCA tests compiled in
-426 s from an empty cache, 265 s now, with the same steps (docs/architecture.md).
+(:func:`leaves`, :func:`assemblies`, :func:`evaluate`, ...) are thin and stay inlined at the
+Numba IR level, adding no LLVM layer of their own. When every pass was IR-inlined, each kernel
+that evaluates the derivative typed and lowered the whole tree again: the HDCA tests compiled
+in 426 s from an empty cache, 265 s now, with the same steps (docs/architecture.md).
 """
 from __future__ import annotations
 
