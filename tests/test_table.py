@@ -53,8 +53,10 @@ def test_one_kernel_for_every_length_and_its_stores_kept():
 def test_a_cache_packs_a_tuple_again_only_when_it_changes():
     cache = TableCache()
     parts, other = _parts(3), _parts(4)
-    first, second = cache(parts, other)
-    assert cache(parts, other) == (first, second)  # the same tuples: the same tables
+    tables = cache(parts, other)
+    first, second = tables
+    assert cache(parts, other) is tables  # the same tuples: the same tables, typed once
+    assert nb.typeof(tables) is tables.numba_type == nb.typeof((first, second))
     again, changed = cache(parts, _parts(4))
     assert again is first and changed is not second
     assert _sums(changed, 4) == sum((k + 1) * k / 2 + 10.0 * (k % 2) for k in range(4))

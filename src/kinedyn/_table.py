@@ -99,23 +99,40 @@ class PackedTable:
             _store(entry, self.address + i * size)
 
 
+class Tables(tuple):
+    """Tables passed to a kernel together, as one tuple argument typed once. Numba's dispatcher
+    types a plain tuple that holds objects of its own classes (tables) in Python, element by
+    element, at every call: about 20 µs for a tuple of four tables, against 4 µs for a single
+    table. This one gives the type it keeps (:func:`_typeof_tables`)."""
+
+    def __new__(cls, tables):
+        self = super().__new__(cls, tables)
+        self.numba_type = types.BaseTuple.from_types([t.numba_type for t in self])  # a tuple's
+        return self
+
+
 class TableCache:
     """Tables of tuples that stay the same from run to run: called with tuples, it packs a
     tuple again only when it is another object than the one packed last in its place (solvers
-    re-analysed, say)."""
+    re-analysed, say), and gives the same :class:`Tables` while none changed."""
 
     def __init__(self):
         self._packed: dict = {}
+        self._last = Tables(())
 
-    def __call__(self, *tuples) -> tuple:
+    def __call__(self, *tuples) -> Tables:
         """A :class:`PackedTable` for each of ``tuples``, in order."""
+        last = self._last
+        if len(last) == len(tuples) and all(t.entries is e for t, e in zip(last, tuples)):
+            return last
         out = []
         for place, entries in enumerate(tuples):
             made = self._packed.get(place)
             if made is None or made.entries is not entries:
                 made = self._packed[place] = PackedTable(entries)
             out.append(made)
-        return tuple(out)
+        self._last = Tables(out)
+        return self._last
 
 
 @intrinsic
@@ -137,6 +154,11 @@ def _store(entry, address):
 def _typeof_packed(val, c):
     # the type made once: Table(dtype) made again at each call hashes the entry type's name
     # (kilobytes for a solver's NamedTuple) to find the interned type
+    return val.numba_type
+
+
+@typeof_impl.register(Tables)
+def _typeof_tables(val, c):
     return val.numba_type
 
 

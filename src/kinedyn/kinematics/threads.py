@@ -286,7 +286,8 @@ class ThreadedRunner:
         # shared one; a group's rows are read by its solver alone)
         self.state = private_zeros((n, 4, -(-f.n_q // 8) * 8))
         self.works = tuple(private_copy(f.make_work()) for _ in range(n))
-        self.tables = TableCache()  # the parts and works packed for the run kernel
+        self.tables = TableCache()  # the groups' parts packed for the run kernel
+        self.work_table = TableCache()  # and the workers' formulation works
         values = [private_zeros(len(engine.values)) for _ in range(n)]
         self.plans = tuple(engine.plans[g] for g in self.instances)
         self.pws = tuple(K.PlanWork(private_zeros(len(engine.pws[g].phi)),
@@ -351,8 +352,9 @@ class ThreadedRunner:
             state[:, 3] = out_qdd[start - 2]
         self._instance_solvers()
         units = self.units.tables()
-        works, *groups = self.tables(self.works, self.solvers, self.sworks, self.plans, self.pws)
-        parts = (units, self.unit_ptr, None if fixed else tuple(groups))
+        works, = self.work_table(self.works)
+        groups = self.tables(self.solvers, self.sworks, self.plans, self.pws)
+        parts = (units, self.unit_ptr, None if fixed else groups)
         rest = (self.n, self.replicate, self.sync, times, self.state, self.record, self._stage,
                 start, stop, tol, max_iter, extrapolate, out_q, out_qd, out_qdd, res_w, it_w,
                 self.status)
