@@ -11,7 +11,8 @@ sparse run kernel of the four-bar's 2 groups in 10.6 s, of a Stewart platform's 
 a buffer kept with the tuple (made again only when the tuple changes: :class:`TableCache`).
 Passed to a kernel from Python it is a :class:`Table`: a pointer typed by the entry type
 alone, and ``table[i]`` is an indexed load. A kernel that takes tables instead of tuples is
-compiled once for every number of groups.
+compiled once for every number of groups. Tables passed together are a :class:`Tables`, typed
+once: a plain tuple of them would be typed in Python at every call.
 
 Until 2026-12-01 the tables were made in compiled code, in the stack frame of a thin entry
 kernel (unbox the tuples, store them, call the kernel on the tables), one per tuple length.
