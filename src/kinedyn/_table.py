@@ -115,7 +115,8 @@ class Tables(tuple):
 class TableCache:
     """Tables of tuples that stay the same from run to run: called with tuples, it packs a
     tuple again only when it is another object than the one packed last in its place (solvers
-    re-analysed, say), and gives the same :class:`Tables` while none changed."""
+    re-analysed, say): it compares the entries themselves, so a new tuple of the same objects
+    is not packed again. It gives the same :class:`Tables` while none changed."""
 
     def __init__(self):
         self._packed: dict = {}
@@ -124,16 +125,24 @@ class TableCache:
     def __call__(self, *tuples) -> Tables:
         """A :class:`PackedTable` for each of ``tuples``, in order."""
         last = self._last
-        if len(last) == len(tuples) and all(t.entries is e for t, e in zip(last, tuples)):
+        if len(last) == len(tuples) and all(map(_same, last, tuples)):
             return last
         out = []
         for place, entries in enumerate(tuples):
             made = self._packed.get(place)
-            if made is None or made.entries is not entries:
+            if made is None or not _same(made, entries):
                 made = self._packed[place] = PackedTable(entries)
             out.append(made)
         self._last = Tables(out)
         return self._last
+
+
+def _same(table: PackedTable, entries: tuple) -> bool:
+    """Whether ``table`` holds these very objects (a new tuple of the same ones, as a
+    one-entry ``(data,)`` made at each call, needs no new table)."""
+    held = table.entries
+    return held is entries or (len(held) == len(entries)
+                               and all(a is b for a, b in zip(held, entries)))
 
 
 @intrinsic

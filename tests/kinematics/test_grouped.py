@@ -128,6 +128,7 @@ def test_a_unit_keeps_its_groups_own_iterations(solver):
     as if solved alone. The Stewart platform's terminal group (alone on the first level, so
     independent of the legs) solved by the global run kernel on its plan alone gives the
     same coordinates, bit for bit, at a fine and at a coarse step."""
+    from kinedyn._table import TableCache
     from kinedyn.kinematics import kernels as K
     from kinedyn.parallel.team import private_copy
     m = get("stewart-paper").compile()
@@ -141,8 +142,9 @@ def test_a_unit_keeps_its_groups_own_iterations(solver):
         outs = K.outputs(n, len(q))
         pw = K.PlanWork(np.zeros(len(cols)), np.zeros(len(cols)), np.zeros(kin.nnz),
                         np.zeros(1))
-        st, _ = K.run(kin.data, kin.work, e.solvers[g], private_copy(e.sworks[g]), e.plans[g],
-                      pw, res.time, q, np.zeros_like(q), np.zeros_like(q), 0, n, kin.tol,
+        parts = K.run_parts(TableCache(), kin.data, kin.work, e.solvers[g],
+                            private_copy(e.sworks[g]), e.plans[g], pw)
+        st, _ = K.run(parts, res.time, q, np.zeros_like(q), np.zeros_like(q), 0, n, kin.tol,
                       kin.max_iter, False, True, *outs)
         assert st == K.OK
         for got, alone in zip((res.q, res.qd, res.qdd), outs[:3]):

@@ -18,6 +18,7 @@ import scipy.optimize as so
 import scipy.sparse as sps
 from scipy.sparse.csgraph import structural_rank
 
+from .._table import TableCache
 from ..errors import (AccuracyWarning, AssemblyError, ConvergenceError, ModelError,
                       SingularConfigurationError, UnknownNameError)
 from ..linalg.dense import dense_lu
@@ -113,6 +114,7 @@ class Kinematics:
         self.fixed = bool(fixed_iterations)
         self.work = self.f.make_work()
         self.data = self.f.data
+        self._parts = TableCache()  # what the global run kernel takes (kernels.run_parts)
         self.nnz = len(self.data.jac_indices)
         self.all_rows = np.arange(self.f.n_c)
         q = self.assemble(self.f.q0 if q_guess is None else np.asarray(q_guess, float), t0)
@@ -169,9 +171,10 @@ class Kinematics:
         failed group or -1)``. One-time solutions are one-step runs, so that every analysis
         compiles one kernel per model type."""
         if self.engine is None:
-            st, k = K.run(self.data, self.work, self.solver, self.swork, self.plan, self.pw,
-                          times, q, qd, qdd, start, stop, self.tol, self.max_iter, self.fixed,
-                          extrapolate, *outs)
+            parts = K.run_parts(self._parts, self.data, self.work, self.solver, self.swork,
+                                self.plan, self.pw)
+            st, k = K.run(parts, times, q, qd, qdd, start, stop, self.tol, self.max_iter,
+                          self.fixed, extrapolate, *outs)
             return st, k, -1
         return self.engine.run(times, q, qd, qdd, start, stop, self.tol, self.max_iter,
                                self.fixed, extrapolate, outs)

@@ -25,6 +25,7 @@ import numpy as np
 from .._jit import INLINED, INLINED_WORKER, overload_inlined
 from .._llvm import c_float64, call
 from .._memory import resident_zeros
+from .._table import TableCache, Tables
 from .._unmanaged import unmanaged
 from ..formulations import protocol
 from .coupling import compile_coupling
@@ -334,10 +335,20 @@ def predict(times, k, q, qd, qdd, out_qdd):
             q[i] += h * qd[i] + 0.5 * h * h * qdd[i]
 
 
+def run_parts(cache: TableCache, data, work, solver, swork, plan, pw) -> Tables:
+    """What :func:`run` takes for the formulation's data and work, the solver and its work,
+    the plan and its work: each packed as a one-entry table by ``cache`` (again only when it
+    is another object). Passed as NamedTuples, the six (87 arrays on the four-bar) took 38 µs
+    of Numba's argument typing and unboxing per call; packed, a one-step ``solve()`` from
+    Python costs little more than the step (docs/architecture.md)."""
+    return cache((data,), (work,), (solver,), (swork,), (plan,), (pw,))
+
+
 @nb.njit(cache=True, nogil=True)
-def run(data_, work_, solver_, swork_, plan_, pw_, times_, q_, qd_, qdd_, start, stop, tol,
-        max_iter, fixed, extrapolate, out_q_, out_qd_, out_qdd_, out_res_, out_iter_):
-    """Steps ``start..stop-1`` of a kinematic simulation over ``times``.
+def run(parts, times_, q_, qd_, qdd_, start, stop, tol, max_iter, fixed, extrapolate, out_q_,
+        out_qd_, out_qdd_, out_res_, out_iter_):
+    """Steps ``start..stop-1`` of a kinematic simulation over ``times``; ``parts`` from
+    :func:`run_parts`.
 
     ``q, qd, qdd`` hold the state of step ``start - 1`` (or the assembled guess when
     ``start == 0``) and are updated in place. Each step predicts q by a third-order Taylor
@@ -353,8 +364,8 @@ def run(data_, work_, solver_, swork_, plan_, pw_, times_, q_, qd_, qdd_, start,
     has one call site here, and the step is written out in the loop rather than as a function
     of its own: each function inlined by LLVM is compiled on its own as well (compile time).
     """
-    data, work, solver, swork = unmanaged(data_), unmanaged(work_), unmanaged(solver_), unmanaged(swork_)
-    plan, pw = unmanaged(plan_), unmanaged(pw_)
+    data, work, solver, swork = parts[0][0], parts[1][0], parts[2][0], parts[3][0]
+    plan, pw = parts[4][0], parts[5][0]  # (a table's entries load as unmanaged views)
     times, q, qd, qdd = unmanaged(times_), unmanaged(q_), unmanaged(qd_), unmanaged(qdd_)
     out_q, out_qd, out_qdd = unmanaged(out_q_), unmanaged(out_qd_), unmanaged(out_qdd_)
     out_res, out_iter = unmanaged(out_res_), unmanaged(out_iter_)
