@@ -338,9 +338,9 @@ def predict(times, k, q, qd, qdd, out_qdd):
 def run_parts(cache: TableCache, data, work, solver, swork, plan, pw) -> Tables:
     """What :func:`run` takes for the formulation's data and work, the solver and its work,
     the plan and its work: each packed as a one-entry table by ``cache`` (again only when it
-    is another object). Passed as NamedTuples, the six (87 arrays on the four-bar) took 38 µs
-    of Numba's argument typing and unboxing per call; packed, a one-step ``solve()`` from
-    Python costs little more than the step (docs/architecture.md)."""
+    is another object). Passed as NamedTuples, the six (87 arrays on the four-bar) took 25-42
+    µs of Numba's argument typing and unboxing per call, packed 11-21 µs: what a one-step
+    ``solve()`` from Python pays beyond the step (docs/architecture.md)."""
     return cache((data,), (work,), (solver,), (swork,), (plan,), (pw,))
 
 
