@@ -91,7 +91,7 @@ class PackedTable:
         if not isinstance(typ, types.UniTuple):
             raise TypeError(f"a table needs a non-empty homogeneous tuple, not {typ}")
         self.entries, self.dtype = entries, typ.dtype
-        self.numba_type = Table(self.dtype)  # for typeof at every call (see _typeof_packed)
+        self.numba_type = Table(self.dtype)  # for typeof at every call (see _typeof_kept)
         context = cpu_target.target_context
         size = context.get_abi_sizeof(context.get_value_type(self.dtype))
         self.buffer = np.zeros(size * len(entries), np.uint8)
@@ -104,11 +104,12 @@ class Tables(tuple):
     """Tables passed to a kernel together, as one tuple argument typed once. Numba's dispatcher
     types a plain tuple that holds objects of its own classes (tables) in Python, element by
     element, at every call: about 20 µs for a tuple of four tables, against 4 µs for a single
-    table. This one gives the type it keeps (:func:`_typeof_tables`)."""
+    table. This one gives the type it keeps (:func:`_typeof_kept`): the type of a plain tuple
+    of these tables, so kernels compile as for one."""
 
     def __new__(cls, tables):
         self = super().__new__(cls, tables)
-        self.numba_type = types.BaseTuple.from_types([t.numba_type for t in self])  # a tuple's
+        self.numba_type = types.BaseTuple.from_types([t.numba_type for t in self])
         return self
 
 
@@ -119,7 +120,6 @@ class TableCache:
     is not packed again. It gives the same :class:`Tables` while none changed."""
 
     def __init__(self):
-        self._packed: dict = {}
         self._last = Tables(())
 
     def __call__(self, *tuples) -> Tables:
@@ -128,11 +128,10 @@ class TableCache:
         if len(last) == len(tuples) and all(map(_same, last, tuples)):
             return last
         out = []
-        for place, entries in enumerate(tuples):
-            made = self._packed.get(place)
-            if made is None or not _same(made, entries):
-                made = self._packed[place] = PackedTable(entries)
-            out.append(made)
+        for place, entries in enumerate(tuples):  # each place's table, packed again if changed
+            made = last[place] if place < len(last) else None
+            out.append(made if made is not None and _same(made, entries)
+                       else PackedTable(entries))
         self._last = Tables(out)
         return self._last
 
@@ -161,14 +160,10 @@ def _store(entry, address):
 
 
 @typeof_impl.register(PackedTable)
-def _typeof_packed(val, c):
-    # the type made once: Table(dtype) made again at each call hashes the entry type's name
-    # (kilobytes for a solver's NamedTuple) to find the interned type
-    return val.numba_type
-
-
 @typeof_impl.register(Tables)
-def _typeof_tables(val, c):
+def _typeof_kept(val, c):
+    # the type made once, with the object: Table(dtype) made again at each call hashed the
+    # entry type's name (kilobytes for a solver's NamedTuple) to find the interned type
     return val.numba_type
 
 
