@@ -13,7 +13,8 @@ import numpy as np
 import scipy.sparse as sps
 
 from ...model.compiled import CompiledModel
-from ...model.tape import MAX_STACK, build_program, eval_tape
+from ...model.tape import MAX_STACK, eval_tape
+from ...model.tape_codegen import program_arrays
 from . import kernels  # noqa: F401  (registers the protocol overloads)
 from .codegen import compile_rows
 from .data import (EntityTable, NaturalData, NaturalWork, RowSet, function_tapes, gravity_force,
@@ -95,7 +96,7 @@ class Natural:
             jac_indptr=indptr, jac_indices=indices, jc_start=u(jc_start), jc_slot=u(jc_slot),
             jc_term=u(jc_term), jc_pos=u(jc_pos), jc_first=u(jc_first), jac_const=jac_const,
             fn_ops=ops, fn_args=args, fn_start=start,
-            **{f"fp_{k}": v for k, v in build_program(ops, args, start)._asdict().items()},
+            **program_arrays(ops, args, start, model.name),
             mass_indptr=M.indptr.astype(np.int64), mass_indices=M.indices.astype(np.int64),
             mass_values=M.data.astype(float), gravity_q=gravity_force(lay), **forces)
         self._E, self._c = self._entity_matrix()

@@ -5,7 +5,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...model.tape import CONST, COS, MAX_STACK, POWC, SIN
+from ...model.tape import CONST, COS, POWC, SIN
 from .entities import Entity
 from .layout import ANGLE, DOT, LINEAR, NaturalLayout
 
@@ -47,6 +47,7 @@ class NaturalData(NamedTuple):
     fp_a: np.ndarray
     fp_b: np.ndarray
     fp_out: np.ndarray       # (n_function,) register of each function
+    fp_code: np.ndarray      # [address] of the program as generated code, [0]: interpret
     mass_indptr: np.ndarray  # CSR pattern of the constant mass matrix
     mass_indices: np.ndarray
     mass_values: np.ndarray
@@ -81,7 +82,6 @@ class NaturalWork(NamedTuple):
     ev: np.ndarray     # (3, d) entity values
     ed: np.ndarray     # (3, d) entity velocities
     g: np.ndarray      # (3, d) gradients
-    stack: np.ndarray  # (MAX_STACK, 3) tape stack
     freg: np.ndarray   # (n_reg, 3) registers of the function program
     fval: np.ndarray   # (n_function, 3) functions of time at ftime[0]
     ftime: np.ndarray  # [time of fval, 1 once filled]
@@ -98,7 +98,7 @@ def make_work(data: NaturalData) -> NaturalWork:
     d = data.dim
     n_e = len(data.ent_start) - 1
     return NaturalWork(np.zeros((3, d)), np.zeros((3, d)), np.zeros((3, d)),
-                       np.zeros((MAX_STACK, 3)), np.zeros((len(data.fp_op), 3)),
+                       np.zeros((len(data.fp_op), 3)),
                        np.zeros((len(data.fn_start) - 1, 3)),
                        np.zeros(2), np.zeros((n_e, d)), np.zeros((n_e, d)),
                        np.zeros(n_e, np.int64), np.zeros(n_e, np.int64), np.zeros(1, np.int64),

@@ -38,7 +38,7 @@ from numba.core import types as types_nb
 
 from ..._jit import INLINED, INLINED_WORKER, WORKER, overload_inlined
 from ..._llvm import c_float64, call
-from ...model.tape import eval_program
+from ...model.tape_codegen import functions_at
 from .. import protocol
 from .codegen import GAMMA, PHI, PHI_JAC, PHI_T
 from .data import NaturalData
@@ -106,33 +106,17 @@ def _entity(ent_start, ent_block, ent_alpha, ent_beta, d, e, x, out, s):
         out[s, 2] = v2
 
 
-@nb.njit(**INLINED_WORKER)
-def _functions_at(fp_op, fp_arg, fp_a, fp_b, fp_out, freg, fval, ftime, t):
-    """Fill fval with every function of time at t, unless it already holds time t.
-
-    The table is a pure function of t, so phi, phi_q, phi_t and gamma at one time share it. It
-    is evaluated as one register program (:func:`kinedyn.model.tape.build_program`: shared
-    subexpressions once, constants folded).
-    """
-    if ftime[0] == t and ftime[1] == 1.0:
-        return
-    eval_program(fp_op, fp_arg, fp_a, fp_b, t, freg)
-    for k in range(fp_out.shape[0]):
-        r = fp_out[k]
-        fval[k, 0] = freg[r, 0]
-        fval[k, 1] = freg[r, 1]
-        fval[k, 2] = freg[r, 2]
-    ftime[0] = t
-    ftime[1] = 1.0
-
-
 @nb.njit(**_WRAP)
 def _time(data, work, t):
-    # the "already at t" test inline: the call alone (nine arrays) cost ~30 ns, and the
-    # kernels of one evaluation (forces, phi_q, gamma) share one time
+    """Fill work.fval with every function of time at t, unless it already holds time t: the
+    table is a pure function of t, so the kernels of one evaluation (forces, phi, phi_q,
+    phi_t, gamma) share it."""
+    # the "already at t" test inline: the call alone (nine arrays) cost ~30 ns
     if work.ftime[0] != t or work.ftime[1] != 1.0:
-        _functions_at(data.fp_op, data.fp_arg, data.fp_a, data.fp_b, data.fp_out, work.freg,
-                      work.fval, work.ftime, t)
+        functions_at(data.fp_op, data.fp_arg, data.fp_a, data.fp_b, data.fp_out, data.fp_code,
+                     work.freg, work.fval, t)
+        work.ftime[0] = t
+        work.ftime[1] = 1.0
 
 
 @nb.njit(**_LEAF)

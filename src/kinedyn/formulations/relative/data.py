@@ -21,7 +21,7 @@ import scipy.sparse as sps
 
 from ...errors import ModelError
 from ...model.compiled import DRIVER_CODE, CompiledModel
-from ...model.tape import MAX_STACK
+from ...model.tape_codegen import program_arrays
 from .tree import JointTree, frame_from_axis, lift_rotation, lift_vector
 
 POINT, DOT, DOTD, DIST, DRIVE, DDIST = range(6)
@@ -63,9 +63,12 @@ class RelativeData(NamedTuple):
     mass_indptr: np.ndarray   # CSR pattern of a(q) (full symmetric storage)
     mass_indices: np.ndarray
     mass_pos: np.ndarray      # (n, n) CSR position of a[coord i, coord j], -1 outside
-    fn_ops: np.ndarray
-    fn_args: np.ndarray
-    fn_start: np.ndarray
+    fp_op: np.ndarray         # the functions of time as one register program
+    fp_arg: np.ndarray        # (kinedyn.model.tape_codegen.program_arrays)
+    fp_a: np.ndarray
+    fp_b: np.ndarray
+    fp_out: np.ndarray
+    fp_code: np.ndarray
     pf_link: np.ndarray       # (n_pf,) point forces
     pf_point: np.ndarray      # (n_pf, 3) link frame
     pf_fn: np.ndarray         # (n_pf, 3) component functions (-1 none)
@@ -97,7 +100,7 @@ class RelativeWork(NamedTuple):
     tmp: np.ndarray      # (16, 3) small vectors
     m33: np.ndarray      # (2, 3, 3) small matrices (scratch of the tree passes)
     v6: np.ndarray       # (2, 6) spatial-vector scratch of the tree passes
-    stack: np.ndarray    # (MAX_STACK, 3)
+    freg: np.ndarray     # (n_reg, 3) registers of the function program
     fval: np.ndarray     # (n_function, 3)
 
 
@@ -107,7 +110,7 @@ def make_work(data: RelativeData) -> RelativeWork:
                         np.zeros((n, 6)), np.zeros((n, 6, 6)), np.zeros((n, 6, 6)),
                         np.zeros((n, 6)), np.zeros(n), np.zeros((16, 3)),
                         np.zeros((2, 3, 3)), np.zeros((2, 6)),
-                        np.zeros((MAX_STACK, 3)), np.zeros((len(data.fn_start) - 1, 3)))
+                        np.zeros((len(data.fp_op), 3)), np.zeros((len(data.fp_out), 3)))
 
 
 class Equation(NamedTuple):
@@ -380,5 +383,5 @@ def build_data(tree: JointTree, equations: list[Equation], coord: np.ndarray) ->
         con_coord=np.array([e.coord for e in equations], np.int64),
         con_fn=np.array([e.fn for e in equations], np.int64),
         jac_indptr=jp, jac_indices=ji, mass_indptr=mp, mass_indices=mi, mass_pos=mpos,
-        fn_ops=m.functions.ops, fn_args=m.functions.args, fn_start=m.functions.start,
+        **program_arrays(m.functions.ops, m.functions.args, m.functions.start, m.name),
         **force_arrays(tree))

@@ -23,7 +23,7 @@ import numpy as np
 from numba.extending import overload
 
 from ..._jit import INLINED, WORKER
-from ...model.tape import eval_tape
+from ...model.tape_codegen import functions_at
 from .. import protocol
 from .data import DDIST, DIST, DOT, DOTD, DRIVE, POINT, RelativeData
 
@@ -304,13 +304,6 @@ def _add_jac(link_parent, link_coord, S, link, x, g, is_point, scale, row):
 
 
 # ---- equations -----------------------------------------------------------------------------
-@nb.njit(**_WORKER)
-def _functions(fn_ops, fn_args, fn_start, stack, t, fval):
-    for k in range(fn_start.shape[0] - 1):
-        f0, f1, f2 = eval_tape(fn_ops, fn_args, fn_start[k], fn_start[k + 1], t, stack)
-        fval[k, 0], fval[k, 1], fval[k, 2] = f0, f1, f2
-
-
 @nb.njit(**_WRAP)
 def _equation(data, work, q, r, level, out_row):
     """Value (level 0), Jacobian row into out_row (1), phi_t (2) or gamma (3) of equation r.
@@ -411,7 +404,8 @@ def velocities(data, work, qd):
 
 @nb.njit(**_WRAP)
 def at_time(data, work, t):
-    _functions(data.fn_ops, data.fn_args, data.fn_start, work.stack, t, work.fval)
+    functions_at(data.fp_op, data.fp_arg, data.fp_a, data.fp_b, data.fp_out, data.fp_code,
+                 work.freg, work.fval, t)
 
 
 @nb.njit(**_WRAP)
