@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
+from kinedyn.model import tape_codegen
 from kinedyn.model.expressions import t as T
 from kinedyn.model.tape import CONST, MUL, NEG, SUB, TIME, Program, TapeTable
 from kinedyn.model.tape_codegen import (NO_CODE, SWITCH, Untraceable, _Code, functions_at,
@@ -114,8 +115,11 @@ def test_a_zero_divisor_raises_as_in_the_interpreter():
             _evaluate(*args, code, np.array([1.0]))
 
 
-def test_switch_and_empty_programs_interpret(monkeypatch):
+def test_switch_limit_and_empty_programs_interpret(monkeypatch):
     assert _arrays([])["fp_code"][0] == 0
+    monkeypatch.setattr(tape_codegen, "LIMIT", len(_arrays(TRACEABLE)["fp_op"]) - 1)
+    assert _arrays(TRACEABLE)["fp_code"][0] == 0
+    monkeypatch.undo()
     monkeypatch.setenv(SWITCH, "0")
     assert _arrays(TRACEABLE)["fp_code"][0] == 0
 

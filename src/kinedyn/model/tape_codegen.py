@@ -36,6 +36,9 @@ from .tape import (CONST, TIME, Program, apply_binary, apply_unary, build_progra
 SWITCH = "KINEDYN_FUNCTION_CODEGEN"  # "0": formulations built from now on interpret
 NAME = "functions_of_time"
 NO_CODE = np.zeros(1, np.int64)
+#: largest program (registers) written out: LLVM's time grows faster than the code (a
+#: synthetic 3865 registers 1.0 s, 6445 1.9 s, 38 695 49 s; the library's largest has 60)
+LIMIT = 4000
 ZERO_DIVISOR = 1  # the code's return value when a divisor is zero (Numba raises)
 
 #: How Numba lowers each ``math`` function the rules use (numba.cpython.mathimpl): these four
@@ -215,10 +218,11 @@ def program_ir(program: Program) -> str | None:
 
 def program_code(program: Program, subject: str) -> np.ndarray:
     """``[address]`` of the program's generated function (:func:`program_ir`), or
-    :data:`NO_CODE` (interpret) for an empty or untraceable program, with
-    ``KINEDYN_FUNCTION_CODEGEN=0``, or when LLVM refuses the IR (a warning naming
+    :data:`NO_CODE` (interpret) for an empty or untraceable program, one above :data:`LIMIT`,
+    with ``KINEDYN_FUNCTION_CODEGEN=0``, or when LLVM refuses the IR (a warning naming
     ``subject``)."""
-    if len(program.out) == 0 or os.environ.get(SWITCH, "1") == "0":
+    if (len(program.out) == 0 or len(program.op) > LIMIT
+            or os.environ.get(SWITCH, "1") == "0"):
         return NO_CODE
     text = program_ir(program)
     if text is None:
