@@ -330,10 +330,14 @@ def build_program(ops, args, start) -> Program:
         outs.append(stack[0])
     op, arg, a, b = (np.array(x) for x in zip(*instr)) if instr else [np.zeros(0)] * 4
     op, a, b, arg = op.astype(np.int64), a.astype(np.int64), b.astype(np.int64), arg.astype(float)
-    reg = np.zeros((len(op), 3))
-    eval_program(op, arg, a, b, 0.0, reg)
-    for i in np.flatnonzero(constant):  # fold: a constant register becomes a CONST
-        op[i], arg[i], a[i], b[i] = CONST, reg[i, 0], -1, -1
+    # fold: a constant register becomes a CONST. Only the constant instructions are run (their
+    # operands are constants too): the others may not be defined at any one time (1/t at 0)
+    folded = np.flatnonzero(constant)
+    place = np.full(len(op) + 1, -1)  # register -> its place among them (-1 -> -1: none)
+    place[folded] = np.arange(len(folded))
+    reg = np.zeros((len(folded), 3))
+    eval_program(op[folded], arg[folded], place[a[folded]], place[b[folded]], 0.0, reg)
+    op[folded], arg[folded], a[folded], b[folded] = CONST, reg[:, 0], -1, -1
     used = np.zeros(len(op), bool)
     for r in sorted(set(outs), reverse=True):
         used[r] = True
