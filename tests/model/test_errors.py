@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import yaml
 
@@ -190,3 +191,25 @@ def test_model_error_pickles_with_its_location():
     back = pickle.loads(pickle.dumps(err))
     assert (back.file, back.location, str(back)) == (err.file, err.location, str(err))
 
+
+
+def test_a_function_of_time_dividing_by_zero_is_named_with_its_time():
+    """Only at t = 0.25 (the program is built, and the runs go, up to there): the kinematic
+    and the dynamic run stop with a ModelError naming the function and the time, not a bare
+    ZeroDivisionError from compiled code."""
+    from kinedyn.dynamics import Dynamics
+    from kinedyn.kinematics import Kinematics
+    from kinedyn.models.planar import four_bar
+    driven = four_bar()
+    driven.add_driver("crank_drive", "joint", joint="A",
+                      function="crank_angle + 0.01*t/(t - 0.25)")
+    kin = Kinematics(driven.compile())
+    assert np.isfinite(kin.simulate(0.21875, 0.03125).q).all()  # before it: fine
+    with pytest.raises(ModelError, match=r"'crank_angle \+ 0.01\*t/\(t - 0.25\)' divides by "
+                                         r"zero at t = 0.25 s"):
+        kin.simulate(0.5, 0.03125)
+    pushed = four_bar()
+    pushed.add_force("push", "point", body="coupler", point="B", force=["0", "0.1/(t - 0.25)"])
+    dyn = Dynamics(pushed.compile())
+    with pytest.raises(ModelError, match=r"'0.1/\(t - 0.25\)' divides by zero at t = 0.25 s"):
+        dyn.simulate(0.5, 0.03125)

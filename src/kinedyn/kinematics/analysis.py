@@ -24,7 +24,7 @@ from ..errors import (AccuracyWarning, AssemblyError, ConvergenceError, ModelErr
 from ..linalg.dense import dense_lu
 from ..linalg.sparse import PivotOrders
 from ..linalg.subsystem import extract
-from ..model.compiled import CompiledModel
+from ..model.compiled import CompiledModel, functions_defined
 from . import kernels as K
 from .diagnose import independent_rows, singular_rows, worst
 
@@ -170,14 +170,15 @@ class Kinematics:
         structural groups' - writing ``outs`` (:func:`.kernels.outputs`): ``(status, step,
         failed group or -1)``. One-time solutions are one-step runs, so that every analysis
         compiles one kernel per model type."""
-        if self.engine is None:
-            parts = K.run_parts(self._parts, self.data, self.work, self.solver, self.swork,
-                                self.plan, self.pw)
-            st, k = K.run(parts, times, q, qd, qdd, start, stop, self.tol, self.max_iter,
-                          self.fixed, extrapolate, *outs)
-            return st, k, -1
-        return self.engine.run(times, q, qd, qdd, start, stop, self.tol, self.max_iter,
-                               self.fixed, extrapolate, outs)
+        with functions_defined(self.model, times[start:stop]):
+            if self.engine is None:
+                parts = K.run_parts(self._parts, self.data, self.work, self.solver, self.swork,
+                                    self.plan, self.pw)
+                st, k = K.run(parts, times, q, qd, qdd, start, stop, self.tol, self.max_iter,
+                              self.fixed, extrapolate, *outs)
+                return st, k, -1
+            return self.engine.run(times, q, qd, qdd, start, stop, self.tol, self.max_iter,
+                                   self.fixed, extrapolate, outs)
 
     def _select_rows(self, q, t) -> np.ndarray:
         """Keep the constraint rows that are independent at q (rank-revealing QR of Phi_q, see
@@ -248,7 +249,8 @@ class Kinematics:
 
     def assemble(self, q_guess: np.ndarray, t: float = 0.0) -> np.ndarray:
         """Satisfy the constraints near an approximate configuration (see :func:`assemble`)."""
-        return assemble(self.f, q_guess, t, self.tol, self.work)
+        with functions_defined(self.model, [t]):
+            return assemble(self.f, q_guess, t, self.tol, self.work)
 
     # ---- one time ---------------------------------------------------------------------------
     def solve(self, t: float, q_guess=None, qd_known=None) -> KinematicState:

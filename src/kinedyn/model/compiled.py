@@ -10,7 +10,8 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .tape import TapeTable
+from ..errors import ModelError
+from .tape import TapeTable, first_zero_divisor
 
 # integer codes of joint types, driver kinds and force frames used in compiled arrays
 JOINT_CODE = {"revolute": 0, "prismatic": 1, "fixed": 2, "rod": 3, "spherical": 4,
@@ -176,3 +177,30 @@ class CompiledModel:
             if not same:
                 diff.append(key)
         return diff
+
+
+
+class functions_defined:  # noqa: N801 (used as a context: ``with functions_defined(...):``)
+    """Context turning a ZeroDivisionError of compiled code into a :class:`ModelError` that
+    names the function of time that divided by zero and the first of ``times`` (those the code
+    evaluated: steps, stages; or a function returning them, called only then) where it does.
+    Any other ZeroDivisionError passes on as it is. A plain class: entered at every one-step
+    ``solve()``, it costs a fraction of a microsecond."""
+    __slots__ = ("model", "times")
+
+    def __init__(self, model: CompiledModel, times):
+        self.model, self.times = model, times
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, traceback) -> bool:
+        if kind is None or not issubclass(kind, ZeroDivisionError):
+            return False
+        found = first_zero_divisor(self.model.functions,
+                                   self.times() if callable(self.times) else self.times)
+        if found is None:
+            return False
+        k, t = found
+        raise ModelError(f"the function of time {self.model.function_text[k]!r} divides by "
+                         f"zero at t = {t:.9g} s") from None

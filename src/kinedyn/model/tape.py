@@ -378,6 +378,22 @@ def eval_program(op, arg, a, b, time, reg):
             reg[i, 2] = r2
 
 
+def first_zero_divisor(table: TapeTable, times) -> tuple[int, float] | None:
+    """``(function, time)``: the first of ``times`` at which a function of the table divides
+    by zero (the compiled evaluations raise ZeroDivisionError there), or None."""
+    stack = np.zeros((MAX_STACK, 3))
+    for t in np.asarray(times, float).ravel():
+        try:
+            table.evaluate(t)
+        except ZeroDivisionError:
+            for k in range(len(table)):
+                try:
+                    eval_tape(table.ops, table.args, table.start[k], table.start[k + 1], t, stack)
+                except ZeroDivisionError:
+                    return k, float(t)
+    return None
+
+
 class TapeTable:
     """The tapes of a list of SymPy expressions in ``t``, concatenated (see module docstring)."""
 
