@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -195,9 +196,12 @@ def test_model_error_pickles_with_its_location():
 
 def test_a_function_of_time_dividing_by_zero_is_named_with_its_time():
     """Only at t = 0.25 (the program is built, and the runs go, up to there): the kinematic
-    and the dynamic run stop with a ModelError naming the function and the time, not a bare
-    ZeroDivisionError from compiled code."""
+    and the dynamic runs (explicit, HHT, SciPy's reference, the relative formulation's) stop
+    with a ModelError naming the function and the time, not a bare ZeroDivisionError from
+    compiled code."""
     from kinedyn.dynamics import Dynamics
+    from kinedyn.dynamics.relative import RelativeDynamics
+    from kinedyn.formulations.relative import Relative
     from kinedyn.kinematics import Kinematics
     from kinedyn.models.planar import four_bar
     driven = four_bar()
@@ -209,7 +213,34 @@ def test_a_function_of_time_dividing_by_zero_is_named_with_its_time():
                                          r"zero at t = 0.25 s"):
         kin.simulate(0.5, 0.03125)
     pushed = four_bar()
-    pushed.add_force("push", "point", body="coupler", point="B", force=["0", "0.1/(t - 0.25)"])
-    dyn = Dynamics(pushed.compile())
-    with pytest.raises(ModelError, match=r"'0.1/\(t - 0.25\)' divides by zero at t = 0.25 s"):
-        dyn.simulate(0.5, 0.03125)
+    # bounded (sinc): the adaptive reference integrator reaches t = 0.25, its segment's end
+    push = "0.1*sin(t - 0.25)/(t - 0.25)"
+    pushed.add_force("push", "point", body="coupler", point="B", force=["0", push])
+    named = re.escape(f"'{push}' divides by zero at t = 0.25 s")
+    for options in ({}, {"method": "index3"}, {"method": "partitioning", "integrator": "reference"}):
+        with pytest.raises(ModelError, match=named):
+            Dynamics(pushed.compile(), **options).simulate(0.5, 0.03125)
+    relative = RelativeDynamics(Relative(pushed.compile()), integrator="rk4")
+    with pytest.raises(ModelError, match=named):
+        relative.simulate(0.5, 0.03125)
+
+
+def test_a_function_of_time_dividing_by_zero_at_the_start_is_named():
+    """At t0 the set-up itself evaluates the functions (assembly, consistent velocities, the
+    forces of the first build; the formulations evaluate all functions at once): a ModelError
+    there too, in the constructors."""
+    from kinedyn.dynamics import Dynamics
+    from kinedyn.dynamics.relative import RelativeDynamics
+    from kinedyn.formulations.relative import Relative
+    from kinedyn.models.planar import four_bar
+    pushed = four_bar()
+    pushed.add_force("push", "point", body="coupler", point="B", force=["0", "0.1/t"])
+    driven = four_bar()
+    driven.add_driver("crank_drive", "joint", joint="A", function="crank_angle + sin(t)/t")
+    for model, text in ((pushed, "0.1/t"), (driven, "crank_angle + sin(t)/t")):
+        named = re.escape(f"'{text}' divides by zero at t = 0 s")
+        for method in ("augmented", "index3"):
+            with pytest.raises(ModelError, match=named):
+                Dynamics(model.compile(), method=method)
+        with pytest.raises(ModelError, match=named):
+            RelativeDynamics(Relative(model.compile()))

@@ -43,6 +43,7 @@ from .._unmanaged import unmanaged
 from ..formulations import protocol
 from ..kinematics import kernels as K
 from ..linalg.lapack import dgetrf, dgetrs
+from ..model.compiled import functions_defined
 from .stopwatch import Stopwatch
 
 
@@ -345,7 +346,9 @@ class HHT:
         done, watch = 0, Stopwatch()
         while done < n_steps:
             count = min(chunk, n_steps - done)
-            with watch.timing():
+            t_start = self.t + done * dt
+            ends = lambda: t_start + dt * np.arange(1, count + 1)  # noqa: E731 (HHT: t_n+1 only)
+            with watch.timing(), functions_defined(self.dyn.model, ends):
                 st, k = hht_run(self.data, self.work, self.q, self.qd, self.t + done * dt, dt,
                                 count, record_every, out[done // record_every:])
             if st != 0:

@@ -108,6 +108,13 @@ def check_finite(states: np.ndarray, times: np.ndarray, integrator: str, dt: flo
                        f"{times[max(k - 1, 0)]:.6g} s)")
 
 
+def stage_times(t_start: float, dt: float, count: int) -> np.ndarray:
+    """Every time at which ``count`` fixed steps of ``dt`` from ``t_start`` may evaluate the
+    model (step starts, RK4's half steps, step ends): the candidates a
+    :class:`~kinedyn.model.compiled.functions_defined` context searches for a zero divisor."""
+    return t_start + dt * (np.arange(count)[:, None] + np.array([0.0, 0.5, 1.0]))
+
+
 def make_scratch(n_y: int) -> np.ndarray:
     """Scratch for :func:`step`: 6 rows of length n_y (k1..k4, trial state, saved state)."""
     return np.zeros((6, n_y))

@@ -13,6 +13,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 from ..errors import SolverError
+from ..model.compiled import functions_defined
 from .integrators import eval_state_derivative
 from .methods import complete_state, influence
 from .stopwatch import Stopwatch
@@ -32,7 +33,8 @@ def _segment(dyn, t_a, t_b, rtol, atol, method) -> int:
     ydot = np.zeros_like(dyn.y)
 
     def rhs(t, y):
-        st = eval_state_derivative(system, work, y, t, ydot)
+        with functions_defined(dyn.model, (t,)):
+            st = eval_state_derivative(system, work, y, t, ydot)
         if st != 0:
             raise _Failed(st)
         return ydot.copy()
@@ -40,7 +42,8 @@ def _segment(dyn, t_a, t_b, rtol, atol, method) -> int:
     if not sol.success:
         raise SolverError(f"solve_ivp: {sol.message}", time=t_a)
     dyn.y[:] = sol.y[:, -1]
-    return complete_state(system, work, dyn.y, t_b)
+    with functions_defined(dyn.model, (t_b,)):
+        return complete_state(system, work, dyn.y, t_b)
 
 
 def run_reference(dyn, n_steps: int, dt: float, record_every: int, out: np.ndarray, progress,

@@ -26,6 +26,7 @@ from ..formulations import protocol
 from ..formulations.relative import kernels as RK
 from ..kinematics.analysis import assemble
 from ..linalg import relative as LR
+from ..model.compiled import functions_defined
 from . import integrators as I
 
 
@@ -128,12 +129,13 @@ class RelativeDynamics:
         self.integrator = integrator
         self.code = I.integrator_code(integrator)
         self.t0 = float(t0)
-        q = assemble(f, f.q0 if q0 is None else np.asarray(q0, float), t0, 1e-12)
-        qd = np.zeros(f.n_q) if qd0 is None else np.asarray(qd0, float).copy()
-        if f.n_c:
-            B = f.phi_q(q, t0)
-            r = B @ qd + f.phi_t(q, t0)
-            qd -= np.linalg.lstsq(B, r, rcond=None)[0]
+        with functions_defined(f.model, (self.t0,)):
+            q = assemble(f, f.q0 if q0 is None else np.asarray(q0, float), t0, 1e-12)
+            qd = np.zeros(f.n_q) if qd0 is None else np.asarray(qd0, float).copy()
+            if f.n_c:
+                B = f.phi_q(q, t0)
+                r = B @ qd + f.phi_t(q, t0)
+                qd -= np.linalg.lstsq(B, r, rcond=None)[0]
         self.q_initial, self.qd_initial = q, qd
         rows = np.arange(f.n_c, dtype=np.int64)
         solver_, swork = LR.analyse(solver, f, rows)
@@ -150,7 +152,8 @@ class RelativeDynamics:
         n = self.f.n_q
         y = np.concatenate([q, qd]).astype(float)
         ydot = np.zeros(2 * n)
-        st = _derivative_c(self.system, self.work, y, float(t), ydot)
+        with functions_defined(self.f.model, (float(t),)):
+            st = _derivative_c(self.system, self.work, y, float(t), ydot)
         LR.check(st, self.work.solver, self.f, t)
         return ydot[n:].copy(), self.work.lam.copy()
 
@@ -164,8 +167,9 @@ class RelativeDynamics:
         y = np.concatenate([self.q_initial, self.qd_initial])
         scratch = I.make_scratch(2 * n)
         start = _time.perf_counter()
-        st, k = I.integrate_fixed(self.system, self.work, y, self.t0, dt, n_steps, self.code,
-                                  n, True, record_every, out, scratch)
+        with functions_defined(self.f.model, lambda: I.stage_times(self.t0, dt, n_steps)):
+            st, k = I.integrate_fixed(self.system, self.work, y, self.t0, dt, n_steps,
+                                      self.code, n, True, record_every, out, scratch)
         wall = _time.perf_counter() - start
         LR.check(st, self.work.solver, self.f, self.t0 + k * dt)
         times = self.t0 + dt * record_every * np.arange(len(out))

@@ -136,6 +136,12 @@ class Dynamics:
         self.influence_limit = float(influence_limit)
         self.symbolic = symbolic
         self.t0 = float(t0)
+        with functions_defined(self.model, (self.t0,)):  # everything below evaluates at t0
+            self._start(q0, qd0)
+
+    def _start(self, q0, qd0):
+        """The initial state (assembled, consistent), the system's analysis and its build."""
+        f, t0, method = self.f, self.t0, self.method
         self.work = f.make_work()
         q = assemble(f, f.q0 if q0 is None else q0, t0, min(self.tol * 100, 1e-10), self.work)
         rows, redundant = independent_rows(constraint_jacobian(f, q, t0, self.work))
@@ -143,7 +149,7 @@ class Dynamics:
         self.select = protocol.row_selection(f, rows)  # what the compiled methods evaluate
         if len(redundant):
             warnings.warn(f"{len(redundant)} redundant constraint(s) ignored by the solver: "
-                          + ", ".join(f.constraint_names[r] for r in redundant[:6]), stacklevel=2)
+                          + ", ".join(f.constraint_names[r] for r in redundant[:6]), stacklevel=3)
         self.dof = f.n_q - len(rows)
         self.mass_pattern = (f.data.mass_indptr, f.data.mass_indices)
         qd = np.zeros(f.n_q) if qd0 is None else np.asarray(qd0, float).copy()
@@ -405,7 +411,7 @@ class Dynamics:
             rest = -done % record_every
             count = min(rest or chunk, n_steps - done)
             t_start = self.t0 + done * dt
-            stages = lambda: t_start + dt * (np.arange(count)[:, None] + [0.0, 0.5, 1.0])  # noqa
+            stages = lambda: I.stage_times(t_start, dt, count)  # noqa: E731 (on failure only)
             with watch.timing(), functions_defined(self.model, stages):
                 if rest:
                     st, k = advance(y, t_start, count, row, rest)
