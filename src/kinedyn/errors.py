@@ -1,4 +1,5 @@
-"""Exceptions raised by kinedyn.
+"""Exceptions raised by kinedyn (and :func:`run_steps`, the check of a run's times that every
+run shares).
 
 Two families:
 
@@ -10,6 +11,7 @@ Two families:
 """
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable
 
 
@@ -127,3 +129,43 @@ class AccuracyWarning(UserWarning):
     """A run finished but its results violate the constraints by more than a run of that kind
     should (e.g. the Group Equations paper's fixed number of Newton iterations per step, taken
     with too large a step): the message names the worst constraint and the time."""
+
+
+def check_iteration_settings(tol: float, max_iter: int) -> None:
+    """A :class:`ModelError` unless Newton's tolerance is a positive finite number and its
+    iteration limit at least 1 (a NaN tolerance is never met: every step would fail, blamed on
+    the mechanism)."""
+    import math
+    if not (isinstance(tol, numbers.Real) and tol > 0 and math.isfinite(tol)):
+        raise ModelError(f"tol must be a positive finite number, got {tol!r}")
+    if not (isinstance(max_iter, numbers.Integral) and max_iter >= 1):
+        raise ModelError(f"max_iter must be a whole number of at least 1, got {max_iter!r}")
+
+
+def run_steps(t0: float, t_end: float, dt: float, limit: int = 10**9) -> int:
+    """The number of whole steps of ``dt`` from ``t0`` to ``t_end`` (the nearest: every run
+    counts them so), or a :class:`ModelError` when the times are not finite numbers, the interval
+    is empty, ``dt`` is not positive or longer than the interval, or the steps exceed ``limit``
+    (the arrays of a longer run would not fit in memory). A ``dt`` that does not divide the
+    interval is warned about: the run ends at the nearest whole step, not at ``t_end``."""
+    import math
+    import warnings
+    values = {"t0": t0, "t_end": t_end, "dt": dt}
+    for name, value in values.items():
+        if not isinstance(value, numbers.Real) or not math.isfinite(value):
+            raise ModelError(f"{name} must be a finite number, got {value!r}")
+    if not dt > 0 or not t_end > t0:
+        raise ModelError(f"need dt > 0 and t_end > t0, got dt={dt:g}, t0={t0:g}, t_end={t_end:g}")
+    ratio = (t_end - t0) / dt
+    if not ratio <= limit:
+        raise ModelError(f"dt {dt:g} over {t_end - t0:g} s gives {ratio:.3g} steps (limit "
+                         f"{limit:.0e}); use a larger dt")
+    n = int(round(ratio))
+    if n < 1:
+        raise ModelError(f"dt ({dt:g}) is longer than the simulated interval from t0 to t_end "
+                         f"({t_end - t0:g} s): no step to take")
+    if abs(n - ratio) > 1e-6 * max(ratio, 1.0):
+        warnings.warn(f"dt = {dt:g} s does not divide the interval from t0 = {t0:g} to t_end = "
+                      f"{t_end:g} s: the run takes {n} whole steps and ends at "
+                      f"t = {t0 + n * dt:.9g} s", UserWarning, stacklevel=3)
+    return n

@@ -64,10 +64,13 @@ def test_parameter_override_changes_the_motion(tmp_path):
 
 @pytest.mark.parametrize("argv, message", [
     (["--plot", "joint.Q.angle"], "--plot: unknown channel 'joint.Q.angle'"),
-    (["--dt", "2"], "--dt (2) is longer than the simulated interval"),
+    (["--dt", "2"], "dt (2) is longer than the simulated interval"),
     (["--t0", "3"], "--t-end (1) must be greater than --t0 (3)"),
+    (["--t0=-inf"], "t0 must be a finite number, got -inf"),
+    (["--t-end", "1e300", "--dt", "1e-300"], "gives inf steps (limit 1e+07); use a larger dt"),
     (["--max-iter", "0"], "--max-iter must be at least 1"),
     (["--param", "crank_speed"], "--param expects NAME=VALUE"),
+    (["--strategy", "groups", "--threads", "65"], "at most 64 outer threads"),
 ])
 def test_bad_options_give_clear_errors(tmp_path, capsys, argv, message):
     base = ["kinematics", "four-bar-driven", "--t-end", "1", "--dt", "0.01", "--out",
@@ -83,10 +86,20 @@ def test_undriven_model_is_refused(tmp_path, capsys):
     assert "every degree of freedom driven" in capsys.readouterr().err
 
 
-def test_negative_step_is_an_argument_error(tmp_path, capsys):
+@pytest.mark.parametrize("times", [["--t-end", "1", "--dt", "-0.1"], ["--t-end", "inf", "--dt",
+                                                                         "0.1"]])
+def test_negative_step_or_infinite_time_is_an_argument_error(tmp_path, capsys, times):
     with pytest.raises(SystemExit):
-        main(["kinematics", "four-bar-driven", "--t-end", "1", "--dt", "-0.1"])
-    assert "must be positive" in capsys.readouterr().err
+        main(["kinematics", "four-bar-driven", *times])
+    assert "must be positive and finite" in capsys.readouterr().err
+
+
+def test_an_output_file_that_cannot_be_written_is_named(tmp_path, capsys):
+    (tmp_path / "results.npz").mkdir()   # a folder where the results file goes
+    assert main(["kinematics", "four-bar-driven", "--t-end", "0.1", "--dt", "0.01", "--out",
+                 str(tmp_path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "results.npz: Is a directory" in err and "Traceback" not in err
 
 
 def test_strategy_auto_prints_the_measured_table(tmp_path, capsys, monkeypatch):

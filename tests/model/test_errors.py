@@ -47,6 +47,11 @@ def _duplicate_body(data):
     data["bodies"][1]["name"] = "a"
 
 
+def _negative_distance_driver(data):
+    data["drivers"][0] = {"name": "reach", "kind": "distance", "body_a": "ground",
+                          "point_a": "Q", "body_b": "b", "point_b": "F", "function": "-L"}
+
+
 # (id, base model, mutation, expected location, words of the problem)
 CASES = [
     ("unknown body", spatial, _set("joints[1].body_b", "nobody"), "joints[1].body_b",
@@ -108,6 +113,10 @@ CASES = [
      _set("drivers[0].function", "sinh(1000)*t"), "drivers[0].function", "evaluates to inf"),
     ("complex constant in a function of time", spatial,
      _set("drivers[0].function", "t*log(-1)"), "drivers[0].function", "is not a real number"),
+    ("joint name with a dot", spatial, _set("joints[1].name", "a.b"), "joints[1].name",
+     "joint name 'a.b' must not contain '.'"),
+    ("negative driven distance", spatial, _negative_distance_driver, "drivers[0].function",
+     "a driven distance must be positive, got '-L'"),
     ("3-D point in a planar model", planar, _set("bodies[0].points.A", [0, 0, 0]),
      "bodies[0].points.A", "expected 2 components, got 3 (this is a planar model)"),
     ("2-D point in a spatial model", spatial, _set("bodies[1].points.F", [0.5, 0]),
@@ -244,3 +253,34 @@ def test_a_function_of_time_dividing_by_zero_at_the_start_is_named():
                 Dynamics(model.compile(), method=method)
         with pytest.raises(ModelError, match=named):
             RelativeDynamics(Relative(model.compile()))
+
+
+def test_a_function_of_time_that_is_not_finite_is_named_with_its_time():
+    """sqrt of a negative number is NaN in compiled code, with no error: the run that meets it
+    fails (Newton, a singular matrix, SciPy's QR of a re-partitioning, a state turned NaN) and
+    the error names the function and the time instead of the symptom."""
+    from kinedyn.dynamics import Dynamics
+    from kinedyn.kinematics import Kinematics
+    from kinedyn.models.planar import four_bar
+    at_start = four_bar()
+    at_start.add_driver("crank_drive", "joint", joint="A", function="crank_angle + sqrt(t - 0.5)")
+    with pytest.raises(ModelError, match=re.escape("'crank_angle + sqrt(t - 0.5)' is not finite "
+                                                   "(value nan, rate nan, second rate nan) at "
+                                                   "t = 0 s")):
+        Kinematics(at_start.compile())
+    later = four_bar()
+    later.add_driver("crank_drive", "joint", joint="A", function="crank_angle + sqrt(0.505 - t)")
+    with pytest.raises(ModelError, match=re.escape("'crank_angle + sqrt(0.505 - t)' is not "
+                                                   "finite") + ".* at t = 0.51 s"):
+        Kinematics(later.compile()).simulate(1.0, 0.01)
+    pushed = four_bar()
+    pushed.add_force("push", "point", body="crank", point="B", force=["sqrt(0.052 - t)", "0"])
+    named = re.escape("'sqrt(0.052 - t)' is not finite") + r".* at t = (\S+) s"
+    # the fixed steps' first stage past 0.052 is RK4's half step; SciPy's is its own
+    for options, first in (({"method": "augmented"}, 0.055), ({"method": "partitioning"}, 0.055),
+                           ({"method": "index3"}, 0.055),
+                           ({"method": "partitioning", "integrator": "reference"}, None)):
+        with pytest.raises(ModelError, match=named) as caught:
+            Dynamics(pushed.compile(), **options).simulate(0.1, 0.01)
+        t = float(re.search(named, str(caught.value)).group(1))
+        assert t == first if first is not None else 0.052 < t <= 0.06

@@ -48,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     except KinedynError as err:
         print(f"kinedyn {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:  # an output file that cannot be written (a folder, no permission)
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"kinedyn {args.command}: error: {where}{err.strerror or err}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"kinedyn {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -53,8 +53,8 @@ def positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be positive and finite, got {text}")
     return value
 
 
@@ -72,8 +72,10 @@ def warnings_printed(label: str = "note", category=Warning):
     """Warnings of ``category`` raised in the block, each printed after it as ``label:
     message`` (a run's notes on the console, not Python's warning format with file and
     line)."""
+    from .._jit import quiet_inliner_notes
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", category)
+        quiet_inliner_notes()  # a note of Numba's inliner on a cold cache is not the run's
         yield
     for w in caught:
         print(f"{label}: {w.message}")

@@ -8,7 +8,7 @@ acceleration level).
 """
 from __future__ import annotations
 
-from ..errors import ModelError
+from ..errors import ModelError, run_steps
 from .common import (add_model_argument, compile_model, output_dir, parameters, positive_float,
                      progress_bar, warnings_printed)
 
@@ -65,17 +65,10 @@ def threads_spec(text: str) -> tuple:
 
 
 def check_times(t0: float, t_end: float, dt: float) -> int:
-    """Number of steps for the run, or a ModelError naming the bad option."""
+    """Number of samples of the run (steps + 1), or a ModelError naming the bad option."""
     if not t_end > t0:
         raise ModelError(f"--t-end ({t_end:g}) must be greater than --t0 ({t0:g})")
-    if dt > t_end - t0:
-        raise ModelError(f"--dt ({dt:g}) is longer than the simulated interval "
-                         f"({t_end - t0:g} s)")
-    n = int(round((t_end - t0) / dt)) + 1
-    if n > 10_000_000:
-        raise ModelError(f"--dt {dt:g} over {t_end - t0:g} s gives {n} steps (limit 10^7); "
-                         "use a larger --dt")
-    return n
+    return run_steps(t0, t_end, dt, limit=10**7) + 1
 
 
 def run(args) -> int:

@@ -14,7 +14,7 @@ factor, max residuals, energy drift) and PNG plots of the energies, the residual
 """
 from __future__ import annotations
 
-from ..errors import AccuracyWarning, ModelError
+from ..errors import AccuracyWarning, ModelError, run_steps
 from .common import (add_model_argument, load_system, output_dir, parameters, positive_float,
                      progress_bar, warnings_printed)
 
@@ -73,11 +73,7 @@ def run(args) -> int:
     from ..viz.plots import plot_channels, plot_log
     if args.record_every < 1:
         raise ModelError(f"--record-every must be at least 1, got {args.record_every}")
-    if not args.t_end > args.dt:
-        raise ModelError(f"--dt ({args.dt:g}) is longer than --t-end ({args.t_end:g})")
-    steps = int(round(args.t_end / args.dt))
-    if steps > 10_000_000:
-        raise ModelError(f"--dt {args.dt:g} over {args.t_end:g} s gives {steps} steps (limit 10^7)")
+    steps = run_steps(0.0, args.t_end, args.dt, limit=10**7)
     model = _model(args)
     integrator = "rk4" if args.method == "index3" else args.integrator
     with warnings_printed():

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._memory import resident_zeros
-from ..errors import ModelError, SolverError
+from ..errors import ModelError, SolverError, run_steps
 from ..formulations.hamiltonian import Hamiltonian
 from ..formulations.hamiltonian import natural_map as NM
 from ..formulations import protocol
@@ -71,10 +71,8 @@ class HDCA:
         self.y0 = np.concatenate([q, p]).astype(dt)
 
     def simulate(self, t_end: float, dt: float, *, record_every: int = 1, t0: float = 0.0):
-        if not dt > 0 or not t_end > t0:
-            raise ModelError(f"need dt > 0 and t_end > t0, got dt={dt}, t0={t0}, t_end={t_end}")
+        n_steps = run_steps(t0, t_end, dt)
         record_every = max(1, int(record_every))
-        n_steps = int(round((t_end - t0) / dt))
         y = self.y0.copy()
         out = resident_zeros((n_steps // record_every + 1, len(y)), y.dtype)  # before the timer
         scratch = np.zeros((6, len(y)), y.dtype)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ..errors import SolverError
-from ..model.compiled import functions_defined
+from ..errors import ModelError, SolverError
+from ..model.compiled import functions_defined, undefined
 from .integrators import eval_state_derivative
 from .methods import complete_state, influence
 from .stopwatch import Stopwatch
@@ -35,6 +35,10 @@ def _segment(dyn, t_a, t_b, rtol, atol, method) -> int:
     def rhs(t, y):
         with functions_defined(dyn.model, (t,)):
             st = eval_state_derivative(system, work, y, t, ydot)
+        if st != 0 or not np.isfinite(ydot).all():
+            why = undefined(dyn.model, (t,))  # NaN loads: SciPy would only shrink its step
+            if why is not None:
+                raise ModelError(why)
         if st != 0:
             raise _Failed(st)
         return ydot.copy()

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from ..errors import ModelError, UnknownNameError
+from ..errors import UnknownNameError, run_steps
 from ..formulations import protocol
 from ..formulations.relative import kernels as RK
 from ..kinematics.analysis import assemble
@@ -158,9 +158,7 @@ class RelativeDynamics:
         return ydot[n:].copy(), self.work.lam.copy()
 
     def simulate(self, t_end: float, dt: float, *, record_every: int = 1) -> RelativeResults:
-        if not dt > 0 or not t_end > self.t0:
-            raise ModelError(f"need dt > 0 and t_end > t0, got dt={dt}, t_end={t_end}")
-        n_steps = int(round((t_end - self.t0) / dt))
+        n_steps = run_steps(self.t0, t_end, dt)
         record_every = max(1, int(record_every))
         n = self.f.n_q
         out = np.zeros((n_steps // record_every + 1, 2 * n))

@@ -16,12 +16,13 @@ import scipy.linalg as sla
 import scipy.sparse as sps
 
 from .._memory import resident_zeros
-from ..errors import ModelError, SolverError, UnknownNameError
+from ..errors import (ModelError, SolverError, UnknownNameError, check_iteration_settings,
+                      run_steps)
 from ..formulations import protocol
 from ..kinematics import kernels as K
 from ..kinematics.analysis import assemble, blas_threads, constraint_jacobian, formulation_for
 from ..kinematics.diagnose import independent_rows, singular_rows, worst
-from ..model.compiled import functions_defined
+from ..model.compiled import functions_defined, undefined
 from ..linalg.dense import dense_lu
 from ..linalg.sparse import analyse as sparse_analyse
 from ..linalg.sparse import with_fallback
@@ -129,8 +130,12 @@ class Dynamics:
                              f"method='partitioning' (got method={method!r})")
         self.integrator_code = (I.integrator_code(integrator)
                                 if method != "index3" and integrator != "reference" else -1)
+        check_iteration_settings(tol, max_iter)
         self.tol, self.max_iter = float(tol), int(max_iter)
         self.baumgarte = tuple(float(x) for x in baumgarte)
+        if len(self.baumgarte) != 2 or not all(0 <= x < np.inf for x in self.baumgarte):
+            raise ModelError(f"baumgarte needs two finite, non-negative numbers (alpha, beta), "
+                             f"got {baumgarte!r}")
         self.penalty = {"rho": 1e7, "omega": 10.0, "zeta": 1.0, "iterations": 2, **(penalty or {})}
         self.hht_alpha = float(hht_alpha)
         self.influence_limit = float(influence_limit)
@@ -357,14 +362,13 @@ class Dynamics:
         the state in place and may re-partition or re-analyse the system on the way, so a
         later call first rebuilds them at the initial state (outside the timed run)."""
         from .results import DynamicResults
-        if not dt > 0 or not t_end > self.t0:
-            raise ModelError(f"need dt > 0 and t_end > t0, got dt={dt}, t0={self.t0}, "
-                             f"t_end={t_end}")
+        n_steps = run_steps(self.t0, t_end, dt)
+        if not record_every >= 1:
+            raise ModelError(f"record_every must be at least 1, got {record_every}")
         if self._ran:
             self._initial_state()
         self._ran, self._dt = True, dt
-        record_every = max(1, int(record_every))
-        n_steps = int(round((t_end - self.t0) / dt))
+        record_every = int(record_every)
         n_rec = n_steps // record_every + 1
         out = resident_zeros((n_rec, 2 * self.f.n_q))  # mapped before the timed run
         self.reanalyses = 0
@@ -380,6 +384,10 @@ class Dynamics:
             else:
                 wall, cpu = self._run_explicit(n_steps, dt, record_every, out, progress)
         times = self.t0 + dt * record_every * np.arange(n_rec)
+        finite = np.isfinite(out).all(axis=1)
+        if not finite.all():  # a NaN load makes every state NaN within its step
+            k = int(np.argmin(finite))
+            self._require_defined(times[max(k - 1, 0)], record_every)
         I.check_finite(out, times, self.integrator_run, dt)
         return DynamicResults(self, times, out, wall, n_steps, dt, cpu=cpu)
 
@@ -468,7 +476,15 @@ class Dynamics:
         qd[dep] = np.linalg.solve(J[:, dep], rhs)
         return q, qd
 
+    def _require_defined(self, t, steps=1):
+        """ModelError if a function of time was undefined in the ``steps`` steps from t (NaN
+        loads make the methods fail with no other sign, or in SciPy's QR at a re-partitioning)."""
+        why = undefined(self.model, I.stage_times(t, self._dt, steps))
+        if why is not None:
+            raise ModelError(why)
+
     def _rebuild_from_state(self, y, t, status):
+        self._require_defined(t)
         q, qd = self._full_state(y, t)
         try:
             self._build(q, qd, t)
@@ -486,6 +502,7 @@ class Dynamics:
             raise SolverError("HDCA: a joint constraint matrix became singular (C of eq. 33 or "
                               "eta of eq. 43)", time=t,
                               constraints=list(self.hamiltonian.joint_names))
+        self._require_defined(t)
         q, qd = self._full_state(y, t)
         names = self.f.constraint_names
         J = constraint_jacobian(self.f, q, t, self.work).toarray()[self.rows]

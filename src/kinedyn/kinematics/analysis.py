@@ -9,6 +9,8 @@
 """
 from __future__ import annotations
 
+import math
+import numbers
 import time as _time
 import warnings
 from dataclasses import dataclass
@@ -20,11 +22,13 @@ from scipy.sparse.csgraph import structural_rank
 
 from .._table import TableCache
 from ..errors import (AccuracyWarning, AssemblyError, ConvergenceError, ModelError,
-                      SingularConfigurationError, UnknownNameError)
+                      SingularConfigurationError, UnknownNameError, check_iteration_settings,
+                      run_steps)
 from ..linalg.dense import dense_lu
 from ..linalg.sparse import PivotOrders
 from ..linalg.subsystem import extract
-from ..model.compiled import CompiledModel, functions_defined
+from ..model.compiled import CompiledModel, functions_defined, undefined
+from ..parallel.team import MAX_WORKERS
 from . import kernels as K
 from .diagnose import independent_rows, singular_rows, worst
 
@@ -98,10 +102,12 @@ class Kinematics:
             outer, inner = (threads, None) if np.isscalar(threads) else tuple(threads)
             if int(outer) < 1 or (inner is not None and int(inner) < 1):
                 raise ModelError(f"threads must be positive, got {threads!r}")
+            if int(outer) > MAX_WORKERS:
+                raise ModelError(f"at most {MAX_WORKERS} outer threads (a team's workers), got "
+                                 f"{outer}")
             threads = (int(outer), None if inner is None else int(inner))
-        if fixed_iterations and max_iter < 1:
-            raise ModelError(f"fixed_iterations needs max_iter >= 1 (the Newton iterations per "
-                             f"step), got {max_iter}")
+        check_iteration_settings(tol, max_iter)
+        _require_finite_time(t0, "t0")
         self.f = formulation_for(model)
         self.model = self.f.model
         self.tuning = None
@@ -255,6 +261,7 @@ class Kinematics:
     # ---- one time ---------------------------------------------------------------------------
     def solve(self, t: float, q_guess=None, qd_known=None) -> KinematicState:
         """Positions (from ``q_guess``, default the last assembly), velocities, accelerations."""
+        _require_finite_time(t, "t")
         start = (self.q_assembled if q_guess is None else np.asarray(q_guess, float))
         for attempt in range(2):
             q = start.copy()
@@ -281,8 +288,14 @@ class Kinematics:
         satisfied (singular configuration, e.g. a dead centre) or not (loss of assembly: the
         drivers ask for a configuration outside the workspace).
         """
+        why = undefined(self.model, [t])  # NaN drivers stop Newton with no other sign
+        if why is not None:
+            raise ModelError(why)
         names = self.f.constraint_names
         J = self.jacobian(q, t).toarray()[self.rows]
+        if not (np.isfinite(q).all() and np.isfinite(J).all()):
+            raise ConvergenceError("Newton-Raphson diverged: its iterate is not finite; try a "
+                                   "smaller step", time=t, constraints=[])
         if st == K.PASSED:  # q is past the singular configuration (kernels.watch_singular)
             raise SingularConfigurationError(
                 "the constraint Jacobian's determinant changed sign since the step before"
@@ -327,9 +340,7 @@ class Kinematics:
         the sparse pivot order if a pivot degrades.
         """
         from .results import KinematicResults
-        if not dt > 0 or not t_end > t0:
-            raise ModelError(f"need dt > 0 and t_end > t0, got dt={dt}, t0={t0}, t_end={t_end}")
-        n = int(round((t_end - t0) / dt)) + 1
+        n = run_steps(t0, t_end, dt) + 1
         times = t0 + dt * np.arange(n)
         nq = self.f.n_q
         outs = K.outputs(n, nq)
@@ -382,7 +393,29 @@ class Kinematics:
                                cpu, proc, workers)
         if self.fixed:
             self._check_fixed_accuracy(res)
+        elif len(self.redundant):
+            self._check_redundant(res)
         return res
+
+    def _check_redundant(self, res) -> None:
+        """AssemblyError when the constraints the solver ignored as redundant (dependent on the
+        others where they were selected) are violated along the run: they contradict the others
+        there (two drivers of one motion with different functions, say), and the positions,
+        which satisfy only the others, are not a solution of the model. The residuals in
+        ``res`` are over every constraint; the solved ones hold to ``tol``."""
+        pos = res.residuals[:, 0]
+        k = int(np.argmax(np.where(np.isfinite(pos), pos, np.inf)))
+        if pos[k] <= max(1e3 * self.tol, 1e-8):
+            return
+        t = float(res.time[k])
+        phi = np.abs(self.phi(res.q[k], t))
+        names = self.f.constraint_names
+        ignored = sorted(self.redundant, key=lambda r: -phi[r])
+        raise AssemblyError(
+            f"the constraints cannot all be satisfied: {len(self.redundant)} constraint(s) that "
+            "the solver ignored as redundant where the run started contradict the others later "
+            f"(violated by up to {pos[k]:.3g}; two drivers of one motion?)", time=t,
+            constraints=[names[r] for r in ignored[:6]])
 
     def _check_fixed_accuracy(self, res) -> None:
         """Warn (:class:`~kinedyn.errors.AccuracyWarning`) when a run with a fixed number of
@@ -424,6 +457,11 @@ def blas_threads(n):
     return _CONTROLLER.limit(limits=int(n), user_api="blas")
 
 
+def _require_finite_time(t, name: str) -> None:
+    if not (isinstance(t, numbers.Real) and math.isfinite(t)):
+        raise ModelError(f"{name} must be a finite number, got {t!r}")
+
+
 def constraint_values(f, q, t, work=None, rows=None) -> np.ndarray:
     rows = np.arange(f.n_c) if rows is None else np.asarray(rows, np.int64)
     out = np.zeros(len(rows))
@@ -448,8 +486,14 @@ def assemble(f, q_guess, t: float = 0.0, tol: float = 1e-10, work=None) -> np.nd
     """
     work = work if work is not None else f.make_work()
     q_guess = np.asarray(q_guess, float)
-    if f.n_c == 0 or np.abs(constraint_values(f, q_guess, t, work)).max() <= tol:
+    phi = constraint_values(f, q_guess, t, work) if f.n_c else np.zeros(0)
+    if np.abs(phi).max(initial=0.0) <= tol:
         return q_guess.copy()
+    if not np.isfinite(phi).all():  # SciPy's least squares would stop on it, saying only that
+        why = undefined(f.model, [t])
+        raise ModelError(why) if why is not None else AssemblyError(
+            "the constraints are not finite at the initial guess", time=t,
+            constraints=[f.constraint_names[r] for r in np.flatnonzero(~np.isfinite(phi))])
     sol = so.least_squares(lambda q: constraint_values(f, q, t, work), q_guess,
                            jac=lambda q: constraint_jacobian(f, q, t, work), method="trf",
                            x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=500)

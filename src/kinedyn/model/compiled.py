@@ -11,7 +11,7 @@ from types import MappingProxyType
 import numpy as np
 
 from ..errors import ModelError
-from .tape import TapeTable, first_zero_divisor
+from .tape import TapeTable, first_undefined
 
 # integer codes of joint types, driver kinds and force frames used in compiled arrays
 JOINT_CODE = {"revolute": 0, "prismatic": 1, "fixed": 2, "rod": 3, "spherical": 4,
@@ -180,12 +180,23 @@ class CompiledModel:
 
 
 
+def undefined(model: CompiledModel, times) -> str | None:
+    """Why a run over ``times`` (or a function returning them) failed, if a function of time
+    was undefined at one of them: the first such function and time, in words; else None.
+    Checked on failures only (a whole run's times: microseconds each)."""
+    found = first_undefined(model.functions, times() if callable(times) else times)
+    if found is None:
+        return None
+    k, t, what = found
+    return f"the function of time {model.function_text[k]!r} {what} at t = {t:.9g} s"
+
+
 class functions_defined:  # noqa: N801 (used as a context: ``with functions_defined(...):``)
     """Context turning a ZeroDivisionError of compiled code into a :class:`ModelError` that
     names the function of time that divided by zero and the first of ``times`` (those the code
-    evaluated: steps, stages; or a function returning them, called only then) where it does.
-    Any other ZeroDivisionError passes on as it is. A plain class: entered at every one-step
-    ``solve()``, it costs a fraction of a microsecond."""
+    evaluated: steps, stages; or a function returning them, called only then) where it does
+    (:func:`undefined`). Any other ZeroDivisionError passes on as it is. A plain class: entered
+    at every one-step ``solve()``, it costs a fraction of a microsecond."""
     __slots__ = ("model", "times")
 
     def __init__(self, model: CompiledModel, times):
@@ -197,10 +208,7 @@ class functions_defined:  # noqa: N801 (used as a context: ``with functions_defi
     def __exit__(self, kind, exc, traceback) -> bool:
         if kind is None or not issubclass(kind, ZeroDivisionError):
             return False
-        found = first_zero_divisor(self.model.functions,
-                                   self.times() if callable(self.times) else self.times)
-        if found is None:
+        why = undefined(self.model, self.times)
+        if why is None:
             return False
-        k, t = found
-        raise ModelError(f"the function of time {self.model.function_text[k]!r} divides by "
-                         f"zero at t = {t:.9g} s") from None
+        raise ModelError(why) from None

@@ -228,6 +228,14 @@ class _Compiler:
             raise ModelError(f"expected a non-empty name, got {ex._short(value)}", location=loc)
         return value
 
+    def entry_name(self, value, loc: str, kind: str) -> str:
+        """The name of a body, joint, driver or force: a dot would make its output channels
+        (``joint.NAME.angle``) ambiguous."""
+        name = self.name_of(value, loc)
+        if "." in name:
+            raise ModelError(f"{kind} name {name!r} must not contain '.'", location=loc)
+        return name
+
     def lookup(self, table: dict, kind: str, name, loc: str) -> int:
         name = self.name_of(name, loc)
         if name not in table:
@@ -301,9 +309,7 @@ class _Compiler:
         self._geometry(0, s.ground, "ground")
         for i, b in enumerate(s.bodies, start=1):
             loc = f"bodies[{i - 1}]"
-            name = self.name_of(b.name, f"{loc}.name")
-            if "." in name:
-                raise ModelError(f"body name {name!r} must not contain '.'", location=f"{loc}.name")
+            name = self.entry_name(b.name, f"{loc}.name", "body")
             if name in self.body_index:
                 raise ModelError(f"duplicate body name {name!r}" +
                                  (" (the ground body exists already)" if name == GROUND else ""),
@@ -411,7 +417,7 @@ class _Compiler:
         names = []
         for j, jt in enumerate(s.joints):
             loc = f"joints[{j}]"
-            name = self.name_of(jt.name, f"{loc}.name")
+            name = self.entry_name(jt.name, f"{loc}.name", "joint")
             if name in self.joint_index:
                 raise ModelError(f"duplicate joint name {name!r}", location=f"{loc}.name")
             self.joint_index[name] = j
@@ -514,7 +520,7 @@ class _Compiler:
         names = []
         for k, dr in enumerate(s.drivers):
             loc = f"drivers[{k}]"
-            name = self.name_of(dr.name, f"{loc}.name")
+            name = self.entry_name(dr.name, f"{loc}.name", "driver")
             if name in names:
                 raise ModelError(f"duplicate driver name {name!r}", location=f"{loc}.name")
             names.append(name)
@@ -533,7 +539,14 @@ class _Compiler:
             elif dr.kind == "distance":
                 out["driver_point_a"][k] = self._body_point(dr.body_a, dr.point_a, loc, "a")
                 out["driver_point_b"][k] = self._body_point(dr.body_b, dr.point_b, loc, "b")
-                out["driver_function"][k, 0] = self._required_func(dr.function, f"{loc}.function")
+                f = out["driver_function"][k, 0] = self._required_func(dr.function,
+                                                                        f"{loc}.function")
+                value = self.fn_exprs[f]
+                if value.is_number and not value > 0:  # the constraint holds its square
+                    raise ModelError(f"a driven distance must be positive, got {dr.function!r} "
+                                     f"(its constraint holds the squared distance: {value} "
+                                     "would drive the points apart by its magnitude)",
+                                     location=f"{loc}.function")
             else:
                 body = self.lookup(self.body_index, "body", dr.body, f"{loc}.body")
                 if body == 0:
@@ -614,7 +627,7 @@ class _Compiler:
         names = set()
         for k, f in enumerate(s.forces):
             loc = f"forces[{k}]"
-            name = self.name_of(f.name, f"{loc}.name")
+            name = self.entry_name(f.name, f"{loc}.name", "force")
             if name in names:
                 raise ModelError(f"duplicate force name {name!r}", location=f"{loc}.name")
             names.add(name)

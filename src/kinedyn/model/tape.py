@@ -378,19 +378,27 @@ def eval_program(op, arg, a, b, time, reg):
             reg[i, 2] = r2
 
 
-def first_zero_divisor(table: TapeTable, times) -> tuple[int, float] | None:
-    """``(function, time)``: the first of ``times`` at which a function of the table divides
-    by zero (the compiled evaluations raise ZeroDivisionError there), or None."""
+def first_undefined(table: TapeTable, times) -> tuple[int, float, str] | None:
+    """``(function, time, what)``: the first of ``times`` at which a function of the table
+    divides by zero (the compiled evaluations raise ZeroDivisionError there) or has a value or
+    derivative that is not finite (``sqrt`` of a negative number: NaN, which compiled code
+    returns without an error), with what went wrong in words; None if there is none."""
     stack = np.zeros((MAX_STACK, 3))
     for t in np.asarray(times, float).ravel():
         try:
-            table.evaluate(t)
+            values = table.evaluate(t)
         except ZeroDivisionError:
             for k in range(len(table)):
                 try:
                     eval_tape(table.ops, table.args, table.start[k], table.start[k + 1], t, stack)
                 except ZeroDivisionError:
-                    return k, float(t)
+                    return k, float(t), "divides by zero"
+        bad = ~np.isfinite(values).all(axis=1)
+        if bad.any():
+            k = int(np.argmax(bad))
+            parts = ", ".join(f"{name} {v:g}" for name, v in zip(
+                ("value", "rate", "second rate"), values[k]))
+            return k, float(t), f"is not finite ({parts})"
     return None
 
 

@@ -1,0 +1,95 @@
+"""Settings of a run checked before it starts (times, Newton's tolerance and iterations,
+threads, Baumgarte factors), and drivers that contradict each other found after it."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from kinedyn import ModelError
+from kinedyn.errors import AssemblyError, check_iteration_settings, run_steps
+
+
+@pytest.mark.parametrize("t0, t_end, dt, message", [
+    (0.0, float("inf"), 0.01, "t_end must be a finite number, got inf"),
+    (float("nan"), 1.0, 0.01, "t0 must be a finite number, got nan"),
+    (0.0, 1.0, float("nan"), "dt must be a finite number, got nan"),
+    (0.0, 1.0, -0.01, "need dt > 0 and t_end > t0"),
+    (1.0, 1.0, 0.01, "need dt > 0 and t_end > t0"),
+    (0.0, 1.0, 3.0, "dt (3) is longer than the simulated interval"),
+    (0.0, 1e300, 1e-300, "gives inf steps"),
+    (0.0, 1.0, 1e-12, "gives 1e+12 steps (limit 1e+09)"),
+])
+def test_bad_run_times_are_named(t0, t_end, dt, message):
+    with pytest.raises(ModelError, match=message.replace("(", r"\(").replace(")", r"\)")
+                       .replace("+", r"\+")):
+        run_steps(t0, t_end, dt)
+
+
+def test_run_steps_counts_and_warns_when_dt_does_not_divide_the_interval():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert run_steps(0.0, 1.0, 0.01) == 100          # rounding noise is not a remainder
+        assert run_steps(np.int64(1), np.float64(3.5), 0.25) == 10
+    with pytest.warns(UserWarning, match=r"takes 2 whole steps and ends at t = 1.2 s"):
+        assert run_steps(0.0, 1.0, 0.6) == 2
+
+
+@pytest.mark.parametrize("tol, max_iter, message", [
+    (float("nan"), 10, "tol must be a positive finite number, got nan"),
+    (-1.0, 10, "tol must be a positive finite number, got -1.0"),
+    (1e-10, 0, "max_iter must be a whole number of at least 1, got 0"),
+    (1e-10, 2.5, "max_iter must be a whole number of at least 1, got 2.5"),
+])
+def test_bad_newton_settings_are_named(tol, max_iter, message):
+    with pytest.raises(ModelError, match=message):
+        check_iteration_settings(tol, max_iter)
+
+
+def test_analyses_refuse_bad_settings_before_running():
+    from kinedyn.dynamics import Dynamics
+    from kinedyn.kinematics import Kinematics
+    from kinedyn.models import get
+    driven = get("four-bar-driven").compile()
+    with pytest.raises(ModelError, match="tol must be"):
+        Kinematics(driven, tol=float("nan"))
+    with pytest.raises(ModelError, match="max_iter must be"):
+        Kinematics(driven, max_iter=0)
+    with pytest.raises(ModelError, match="at most 64 outer threads"):
+        Kinematics(driven, strategy="groups", threads=100)
+    with pytest.raises(ModelError, match="t0 must be a finite number, got nan"):
+        Kinematics(driven, t0=float("nan"))
+    kin = Kinematics(driven)
+    with pytest.raises(ModelError, match="t_end must be a finite number"):
+        kin.simulate(float("inf"), 0.01)
+    with pytest.raises(ModelError, match="t must be a finite number, got nan"):
+        kin.solve(float("nan"))
+    free = get("four-bar").compile()
+    with pytest.raises(ModelError, match="baumgarte needs two finite, non-negative numbers"):
+        Dynamics(free, baumgarte=(float("nan"), 1.0))
+    with pytest.raises(ModelError, match="max_iter must be"):
+        Dynamics(free, max_iter=0)
+    with pytest.raises(ModelError, match="record_every must be at least 1, got 0"):
+        Dynamics(free).simulate(0.1, 0.01, record_every=0)
+
+
+def test_drivers_that_contradict_each_other_later_are_an_error():
+    """Two drivers of one joint agree at t = 0 (so the second is redundant there and ignored)
+    and disagree after: the run would satisfy only the first. The error names the ignored
+    one and a time after the start; a driver that agrees with the first at all times passes."""
+    from kinedyn.kinematics import Kinematics
+    from kinedyn.models.planar import four_bar
+    for second, fails in (("crank_angle + 2*t", True), ("crank_angle + crank_speed*t", False)):
+        m = four_bar(speed=1.0)
+        m.add_driver("second", "joint", joint="A", function=second)
+        with pytest.warns(UserWarning, match="1 redundant constraint"):
+            kin = Kinematics(m.compile())
+        if not fails:
+            res = kin.simulate(0.5, 0.01)
+            assert res.residuals[:, 0].max() < 1e-9
+            continue
+        with pytest.raises(AssemblyError, match="contradict the others later") as caught:
+            kin.simulate(0.5, 0.01)
+        assert caught.value.constraints[0].startswith("driver second")
+        assert caught.value.time > 0
