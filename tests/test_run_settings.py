@@ -65,11 +65,21 @@ def test_analyses_refuse_bad_settings_before_running():
         kin.simulate(float("inf"), 0.01)
     with pytest.raises(ModelError, match="t must be a finite number, got nan"):
         kin.solve(float("nan"))
+    with pytest.raises(ModelError,
+                       match=r"q_guess needs 4 finite numbers \(crank.B=coupler.A.x, "):
+        kin.solve(0.1, [0.0, 0.0])
+    with pytest.raises(ModelError, match=r"initial guess of the coordinates needs 4 finite "
+                                         r"numbers .* got shape \(2,\)"):
+        Kinematics(driven, q_guess=[0.0, 0.0])
+    with pytest.raises(ModelError, match="with non-finite entries"):
+        Kinematics(driven, q_guess=[float("nan")] * 4)
     free = get("four-bar").compile()
     with pytest.raises(ModelError, match="baumgarte needs two finite, non-negative numbers"):
         Dynamics(free, baumgarte=(float("nan"), 1.0))
     with pytest.raises(ModelError, match="max_iter must be"):
         Dynamics(free, max_iter=0)
+    with pytest.raises(ModelError, match=r"qd0 needs 4 finite numbers .* got shape \(2,\)"):
+        Dynamics(free, qd0=[1.0, 2.0])
     with pytest.raises(ModelError, match="record_every must be at least 1, got 0"):
         Dynamics(free).simulate(0.1, 0.01, record_every=0)
 

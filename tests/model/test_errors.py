@@ -284,3 +284,16 @@ def test_a_function_of_time_that_is_not_finite_is_named_with_its_time():
             Dynamics(pushed.compile(), **options).simulate(0.1, 0.01)
         t = float(re.search(named, str(caught.value)).group(1))
         assert t == first if first is not None else 0.052 < t <= 0.06
+
+
+def test_builder_arguments_of_the_wrong_kind_are_named():
+    """Points given as a list, parameter overrides that are not a mapping: ModelErrors that
+    say what was expected, not a TypeError or AttributeError from inside the builder."""
+    system = kinedyn.System("s", dim=2)
+    system.add_body("rod", mass=1.0, inertia=0.1, points=[1, 2])
+    system.add_joint("pin", "revolute", body_a="ground", point_a="O", body_b="rod", point_b="A")
+    with pytest.raises(ModelError, match="points must be a mapping of name -> coordinates"):
+        system.compile()
+    from kinedyn.models import get
+    with pytest.raises(ModelError, match="parameters must be a mapping of name -> value, got list"):
+        get("four-bar").compile([1, 2])

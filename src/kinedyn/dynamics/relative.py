@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import UnknownNameError, run_steps
 from ..formulations import protocol
 from ..formulations.relative import kernels as RK
-from ..kinematics.analysis import assemble
+from ..kinematics.analysis import assemble, coordinates
 from ..linalg import relative as LR
 from ..model.compiled import functions_defined
 from . import integrators as I
@@ -130,8 +130,8 @@ class RelativeDynamics:
         self.code = I.integrator_code(integrator)
         self.t0 = float(t0)
         with functions_defined(f.model, (self.t0,)):
-            q = assemble(f, f.q0 if q0 is None else np.asarray(q0, float), t0, 1e-12)
-            qd = np.zeros(f.n_q) if qd0 is None else np.asarray(qd0, float).copy()
+            q = assemble(f, f.q0 if q0 is None else q0, t0, 1e-12)
+            qd = np.zeros(f.n_q) if qd0 is None else coordinates(f, qd0, "qd0").copy()
             if f.n_c:
                 B = f.phi_q(q, t0)
                 r = B @ qd + f.phi_t(q, t0)

@@ -20,7 +20,8 @@ from ..errors import (ModelError, SolverError, UnknownNameError, check_iteration
                       run_steps)
 from ..formulations import protocol
 from ..kinematics import kernels as K
-from ..kinematics.analysis import assemble, blas_threads, constraint_jacobian, formulation_for
+from ..kinematics.analysis import (assemble, blas_threads, constraint_jacobian, coordinates,
+                                  formulation_for)
 from ..kinematics.diagnose import independent_rows, singular_rows, worst
 from ..model.compiled import functions_defined, undefined
 from ..linalg.dense import dense_lu
@@ -157,7 +158,7 @@ class Dynamics:
                           + ", ".join(f.constraint_names[r] for r in redundant[:6]), stacklevel=3)
         self.dof = f.n_q - len(rows)
         self.mass_pattern = (f.data.mass_indptr, f.data.mass_indices)
-        qd = np.zeros(f.n_q) if qd0 is None else np.asarray(qd0, float).copy()
+        qd = np.zeros(f.n_q) if qd0 is None else coordinates(f, qd0, "qd0").copy()
         self.q_initial, self.qd_initial = q, self._consistent_velocity(q, qd, t0)
         if method in ("penalty", "index3"):
             self._require_regular_mass(q)

@@ -123,7 +123,7 @@ class Kinematics:
         self._parts = TableCache()  # what the global run kernel takes (kernels.run_parts)
         self.nnz = len(self.data.jac_indices)
         self.all_rows = np.arange(self.f.n_c)
-        q = self.assemble(self.f.q0 if q_guess is None else np.asarray(q_guess, float), t0)
+        q = self.assemble(self.f.q0 if q_guess is None else q_guess, t0)
         self.q_assembled = q
         J = self._select_rows(q, t0)
         rows, redundant = self.rows, self.redundant
@@ -263,6 +263,8 @@ class Kinematics:
         """Positions (from ``q_guess``, default the last assembly), velocities, accelerations."""
         _require_finite_time(t, "t")
         start = (self.q_assembled if q_guess is None else np.asarray(q_guess, float))
+        if start.shape != self.q_assembled.shape:  # the compiled step does not check bounds
+            coordinates(self.f, start, "q_guess")
         for attempt in range(2):
             q = start.copy()
             qd = np.zeros(self.f.n_q)
@@ -301,7 +303,8 @@ class Kinematics:
                 "the constraint Jacobian's determinant changed sign since the step before"
                 f"{'' if before is None else f' (t = {before:g} s)'}: the mechanism went "
                 "through a singular configuration (a dead centre or a bifurcation, where the "
-                "drivers do not fix its motion) between the two steps",
+                "drivers do not fix its motion) between the two steps; if it has none there, "
+                "the step is too long for the drivers' motion (reduce dt)",
                 time=t, constraints=[names[r] for r in self.rows[singular_rows(J)]])
         scaled = J / np.maximum(np.abs(J).max(axis=1, keepdims=True), 1e-300)
         sv = np.linalg.svd(scaled, compute_uv=False)
@@ -477,6 +480,22 @@ def constraint_jacobian(f, q, t, work=None) -> sps.csr_matrix:
     return sps.csr_matrix((values, f.data.jac_indices, f.data.jac_indptr), shape=(f.n_c, f.n_q))
 
 
+def coordinates(f, value, what: str) -> np.ndarray:
+    """``value`` as a float vector of one finite number per coordinate of ``f``, or a
+    ModelError saying what it should be (an initial guess, velocities, ...)."""
+    try:
+        vector = np.asarray(value, float)
+    except (TypeError, ValueError):
+        vector = None
+    if vector is None or vector.shape != (f.n_q,) or not np.isfinite(vector).all():
+        shown = "shape " + str(vector.shape) if vector is not None else repr(value)[:60]
+        names = ", ".join(f.coordinate_names[:8]) + (", ..." if f.n_q > 8 else "")
+        raise ModelError(f"{what} needs {f.n_q} finite numbers ({names}), got {shown}"
+                         + (" with non-finite entries" if vector is not None
+                            and vector.shape == (f.n_q,) else ""))
+    return vector
+
+
 def assemble(f, q_guess, t: float = 0.0, tol: float = 1e-10, work=None) -> np.ndarray:
     """Satisfy the constraints near an approximate configuration.
 
@@ -485,7 +504,7 @@ def assemble(f, q_guess, t: float = 0.0, tol: float = 1e-10, work=None) -> np.nd
     :class:`AssemblyError` naming the constraints that cannot be met.
     """
     work = work if work is not None else f.make_work()
-    q_guess = np.asarray(q_guess, float)
+    q_guess = coordinates(f, q_guess, "the initial guess of the coordinates")
     phi = constraint_values(f, q_guess, t, work) if f.n_c else np.zeros(0)
     if np.abs(phi).max(initial=0.0) <= tol:
         return q_guess.copy()

@@ -76,8 +76,7 @@ class System:
                  description: str | None = None) -> Body:
         """A rigid body (see :class:`~kinedyn.model.entries.Body` for the fields)."""
         entry = Body(str(name), _raw(mass), _raw(inertia), _raw(com), _raw(position),
-                     _raw(orientation), {str(k): _raw(v) for k, v in (points or {}).items()},
-                     {str(k): _raw(v) for k, v in (vectors or {}).items()}, description)
+                     _raw(orientation), _named(points), _named(vectors), description)
         self.bodies.append(entry)
         return entry
 
@@ -153,12 +152,23 @@ class System:
         ``parameters`` overrides parameter values (for design studies) without changing the
         system.
         """
+        if parameters is not None and not isinstance(parameters, Mapping):
+            raise ModelError(f"parameters must be a mapping of name -> value, got "
+                             f"{type(parameters).__name__}")
         try:
             return _Compiler(self, parameters or {}).run()
         except ModelError as err:
             if self.source and not err.file:
                 raise err.at(file=self.source) from None
             raise
+
+
+def _named(entries):
+    """Points or vectors as given to a builder: a mapping of name -> coordinates is stored as
+    plain values; anything else is kept for the compiler to report (it names the body)."""
+    if isinstance(entries, Mapping):
+        return {str(k): _raw(v) for k, v in entries.items()}
+    return {} if entries is None else _raw(entries)
 
 
 def _raw(value):
