@@ -142,12 +142,13 @@ def check_iteration_settings(tol: float, max_iter: int) -> None:
         raise ModelError(f"max_iter must be a whole number of at least 1, got {max_iter!r}")
 
 
-def run_steps(t0: float, t_end: float, dt: float, limit: int = 10**9) -> int:
+def run_steps(t0: float, t_end: float, dt: float, limit: int = 10**9, warn: bool = True) -> int:
     """The number of whole steps of ``dt`` from ``t0`` to ``t_end`` (the nearest: every run
     counts them so), or a :class:`ModelError` when the times are not finite numbers, the interval
     is empty, ``dt`` is not positive or longer than the interval, or the steps exceed ``limit``
     (the arrays of a longer run would not fit in memory). A ``dt`` that does not divide the
-    interval is warned about: the run ends at the nearest whole step, not at ``t_end``."""
+    interval is warned about (unless not ``warn``: a check ahead of the run that will warn): the
+    run ends at the nearest whole step, not at ``t_end``."""
     import math
     import warnings
     values = {"t0": t0, "t_end": t_end, "dt": dt}
@@ -164,7 +165,7 @@ def run_steps(t0: float, t_end: float, dt: float, limit: int = 10**9) -> int:
     if n < 1:
         raise ModelError(f"dt ({dt:g}) is longer than the simulated interval from t0 to t_end "
                          f"({t_end - t0:g} s): no step to take")
-    if abs(n - ratio) > 1e-6 * max(ratio, 1.0):
+    if warn and abs(n - ratio) > 1e-6 * max(ratio, 1.0):
         warnings.warn(f"dt = {dt:g} s does not divide the interval from t0 = {t0:g} to t_end = "
                       f"{t_end:g} s: the run takes {n} whole steps and ends at "
                       f"t = {t0 + n * dt:.9g} s", UserWarning, stacklevel=3)

@@ -166,3 +166,11 @@ def test_bench_announces_each_row_on_stderr(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "fake.md").read_text().count("| 22 | 29 | 380 |") == 1
     assert main(["bench", "fake", "--out", str(tmp_path), "--no-progress"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_a_step_that_does_not_divide_the_interval_is_noted_once(tmp_path, capsys):
+    assert main(["kinematics", "four-bar-driven", "--t-end", "1", "--dt", "0.3", "--out",
+                 str(tmp_path), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("note: dt = 0.3 s does not divide the interval") == 1
+    assert "ends at t = 0.9 s" in out

@@ -6,7 +6,7 @@ import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import ModelError
+from ..errors import AccuracyWarning, ModelError
 
 
 def add_model_argument(parser: argparse.ArgumentParser) -> None:
@@ -71,14 +71,15 @@ def output_dir(path: str | None, default: str) -> Path:
 def warnings_printed(label: str = "note", category=Warning):
     """Warnings of ``category`` raised in the block, each printed after it as ``label:
     message`` (a run's notes on the console, not Python's warning format with file and
-    line)."""
+    line); an :class:`~kinedyn.errors.AccuracyWarning` (numbers not to be used as they are)
+    always as ``warning: message``."""
     from .._jit import quiet_inliner_notes
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", category)
         quiet_inliner_notes()  # a note of Numba's inliner on a cold cache is not the run's
         yield
     for w in caught:
-        print(f"{label}: {w.message}")
+        print(f"{'warning' if issubclass(w.category, AccuracyWarning) else label}: {w.message}")
 
 
 @contextmanager

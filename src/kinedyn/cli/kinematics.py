@@ -68,7 +68,7 @@ def check_times(t0: float, t_end: float, dt: float) -> int:
     """Number of samples of the run (steps + 1), or a ModelError naming the bad option."""
     if not t_end > t0:
         raise ModelError(f"--t-end ({t_end:g}) must be greater than --t0 ({t0:g})")
-    return run_steps(t0, t_end, dt, limit=10**7) + 1
+    return run_steps(t0, t_end, dt, limit=10**7, warn=False) + 1  # the run warns
 
 
 def run(args) -> int:
@@ -95,7 +95,8 @@ def run(args) -> int:
         except ModelError as err:
             raise err.at(location="--plot") from None
     out = output_dir(args.out, f"results/{model.name}-kinematics")
-    with progress_bar(f"{model.name}: {steps} steps", enabled=not args.no_progress) as update:
+    with warnings_printed(), progress_bar(f"{model.name}: {steps} steps",
+                                          enabled=not args.no_progress) as update:
         res = kin.simulate(args.t_end, args.dt, t0=args.t0, progress=update)
     res.summary["parameters"] = {k: float(v) for k, v in parameters(args).items()}
     files = res.save(out)

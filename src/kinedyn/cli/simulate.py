@@ -73,7 +73,7 @@ def run(args) -> int:
     from ..viz.plots import plot_channels, plot_log
     if args.record_every < 1:
         raise ModelError(f"--record-every must be at least 1, got {args.record_every}")
-    steps = run_steps(0.0, args.t_end, args.dt, limit=10**7)
+    steps = run_steps(0.0, args.t_end, args.dt, limit=10**7, warn=False)  # the run warns
     model = _model(args)
     integrator = "rk4" if args.method == "index3" else args.integrator
     with warnings_printed():

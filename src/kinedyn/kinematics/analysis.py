@@ -407,18 +407,19 @@ class Kinematics:
         which satisfy only the others, are not a solution of the model. The residuals in
         ``res`` are over every constraint; the solved ones hold to ``tol``."""
         pos = res.residuals[:, 0]
-        k = int(np.argmax(np.where(np.isfinite(pos), pos, np.inf)))
-        if pos[k] <= max(1e3 * self.tol, 1e-8):
+        bad = ~(pos <= max(1e3 * self.tol, 1e-8))  # NaN included
+        if not bad.any():
             return
+        k = int(np.argmax(bad))   # the first time: where they part
         t = float(res.time[k])
         phi = np.abs(self.phi(res.q[k], t))
         names = self.f.constraint_names
         ignored = sorted(self.redundant, key=lambda r: -phi[r])
         raise AssemblyError(
             f"the constraints cannot all be satisfied: {len(self.redundant)} constraint(s) that "
-            "the solver ignored as redundant where the run started contradict the others later "
-            f"(violated by up to {pos[k]:.3g}; two drivers of one motion?)", time=t,
-            constraints=[names[r] for r in ignored[:6]])
+            "the solver ignored as redundant where the run started contradict the others from "
+            f"here on (violated by {pos[k]:.3g} here, up to {np.nanmax(pos):.3g} later; two "
+            "drivers of one motion?)", time=t, constraints=[names[r] for r in ignored[:6]])
 
     def _check_fixed_accuracy(self, res) -> None:
         """Warn (:class:`~kinedyn.errors.AccuracyWarning`) when a run with a fixed number of

@@ -554,8 +554,8 @@ class _Compiler:
                 value = self.fn_exprs[f]
                 if value.is_number and not value > 0:  # the constraint holds its square
                     raise ModelError(f"a driven distance must be positive, got {dr.function!r} "
-                                     f"(its constraint holds the squared distance: {value} "
-                                     "would drive the points apart by its magnitude)",
+                                     "(its constraint holds the squared distance: the points "
+                                     "would be driven apart by its magnitude)",
                                      location=f"{loc}.function")
             else:
                 body = self.lookup(self.body_index, "body", dr.body, f"{loc}.body")
