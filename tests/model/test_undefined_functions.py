@@ -34,7 +34,8 @@ def test_a_function_of_time_dividing_by_zero_is_named_with_its_time():
     push = "0.1*sin(t - 0.25)/(t - 0.25)"
     pushed.add_force("push", "point", body="coupler", point="B", force=["0", push])
     named = re.escape(f"'{push}' divides by zero at t = 0.25 s")
-    for options in ({}, {"method": "index3"}, {"method": "partitioning", "integrator": "reference"}):
+    for options in ({}, {"method": "index3"},
+                    {"method": "partitioning", "integrator": "reference"}):
         with pytest.raises(ModelError, match=named):
             Dynamics(pushed.compile(), **options).simulate(0.5, 0.03125)
     relative = RelativeDynamics(Relative(pushed.compile()), integrator="rk4")

@@ -497,13 +497,13 @@ class Dynamics:
             self.repartitions = getattr(self, "repartitions", 0) + 1
 
     def _raise(self, st, y, t):
+        self._require_defined(t)
         if self.method == "embedded":
             raise self.embedded.failure(t)
         if self.method == "hdca":
             raise SolverError("HDCA: a joint constraint matrix became singular (C of eq. 33 or "
                               "eta of eq. 43)", time=t,
                               constraints=list(self.hamiltonian.joint_names))
-        self._require_defined(t)
         q, qd = self._full_state(y, t)
         names = self.f.constraint_names
         J = constraint_jacobian(self.f, q, t, self.work).toarray()[self.rows]
