@@ -93,3 +93,15 @@ def test_a_function_of_time_that_is_not_finite_is_named_with_its_time():
             Dynamics(pushed.compile(), **options).simulate(0.1, 0.01)
         t = float(re.search(named, str(caught.value)).group(1))
         assert t == first if first is not None else 0.052 < t <= 0.06
+
+
+def test_the_embedded_method_names_an_undefined_function_too():
+    """The generated symbolic kernels divide as IEEE does (0/0 is NaN, no error) and report a
+    failed step at its end: the functions are checked over that step and the one before."""
+    from kinedyn.dynamics import Dynamics
+    from kinedyn.models.planar import four_bar
+    pushed = four_bar()
+    push = "0.1*sin(t - 0.05)/(t - 0.05)"
+    pushed.add_force("push", "point", body="crank", point="B", force=[push, "0"])
+    with pytest.raises(ModelError, match=re.escape(f"'{push}' divides by zero at t = 0.05 s")):
+        Dynamics(pushed.compile(), method="embedded").simulate(0.1, 0.01)

@@ -478,9 +478,12 @@ class Dynamics:
         return q, qd
 
     def _require_defined(self, t, steps=1):
-        """ModelError if a function of time was undefined in the ``steps`` steps from t (NaN
-        loads make the methods fail with no other sign, or in SciPy's QR at a re-partitioning)."""
-        why = undefined(self.model, I.stage_times(t, self._dt, steps))
+        """ModelError if a function of time was undefined in the ``steps`` steps from t or in
+        the step before (NaN loads make the methods fail with no other sign, or in SciPy's QR
+        at a re-partitioning; the embedded method reports a step at its end)."""
+        k = max(int(round((t - self.t0) / self._dt)) - 1, 0)  # as the runs count their times
+        why = undefined(self.model, I.stage_times(self.t0 + k * self._dt, self._dt,
+                                                  steps + (t > self.t0)))
         if why is not None:
             raise ModelError(why)
 
