@@ -11,7 +11,9 @@ Two families:
 """
 from __future__ import annotations
 
+import math
 import numbers
+import warnings
 from collections.abc import Iterable
 
 
@@ -135,7 +137,6 @@ def check_iteration_settings(tol: float, max_iter: int) -> None:
     """A :class:`ModelError` unless Newton's tolerance is a positive finite number and its
     iteration limit at least 1 (a NaN tolerance is never met: every step would fail, blamed on
     the mechanism)."""
-    import math
     if not (isinstance(tol, numbers.Real) and tol > 0 and math.isfinite(tol)):
         raise ModelError(f"tol must be a positive finite number, got {tol!r}")
     if not (isinstance(max_iter, numbers.Integral) and max_iter >= 1):
@@ -149,10 +150,7 @@ def run_steps(t0: float, t_end: float, dt: float, limit: int = 10**9, warn: bool
     (the arrays of a longer run would not fit in memory). A ``dt`` that does not divide the
     interval is warned about (unless not ``warn``: a check ahead of the run that will warn): the
     run ends at the nearest whole step, not at ``t_end``."""
-    import math
-    import warnings
-    values = {"t0": t0, "t_end": t_end, "dt": dt}
-    for name, value in values.items():
+    for name, value in {"t0": t0, "t_end": t_end, "dt": dt}.items():
         if not isinstance(value, numbers.Real) or not math.isfinite(value):
             raise ModelError(f"{name} must be a finite number, got {value!r}")
     if not dt > 0 or not t_end > t0:

@@ -393,6 +393,7 @@ def first_undefined(table: TapeTable, times) -> tuple[int, float, str] | None:
                     eval_tape(table.ops, table.args, table.start[k], table.start[k + 1], t, stack)
                 except ZeroDivisionError:
                     return k, float(t), "divides by zero"
+            continue  # (the table's evaluation and the single tapes' agree: not reached)
         bad = ~np.isfinite(values).all(axis=1)
         if bad.any():
             k = int(np.argmax(bad))
