@@ -37,10 +37,10 @@ def test_run_steps_counts_and_warns_when_dt_does_not_divide_the_interval():
 
 
 @pytest.mark.parametrize("tol, max_iter, message", [
-    (float("nan"), 10, "tol must be a positive finite number, got nan"),
-    (-1.0, 10, "tol must be a positive finite number, got -1.0"),
-    (1e-10, 0, "max_iter must be a whole number of at least 1, got 0"),
-    (1e-10, 2.5, "max_iter must be a whole number of at least 1, got 2.5"),
+    (float("nan"), 10, "tol must be a finite number above 0, got nan"),
+    (-1.0, 10, "tol must be a finite number above 0, got -1.0"),
+    (1e-10, 0, "max_iter must be a finite whole number of at least 1, got 0"),
+    (1e-10, 2.5, "max_iter must be a finite whole number of at least 1, got 2.5"),
 ])
 def test_bad_newton_settings_are_named(tol, max_iter, message):
     with pytest.raises(ModelError, match=message):
@@ -74,14 +74,31 @@ def test_analyses_refuse_bad_settings_before_running():
     with pytest.raises(ModelError, match="with non-finite entries"):
         Kinematics(driven, q_guess=[float("nan")] * 4)
     free = get("four-bar").compile()
-    with pytest.raises(ModelError, match="baumgarte needs two finite, non-negative numbers"):
+    with pytest.raises(ModelError,
+                       match="baumgarte alpha must be a finite number of at least 0, got nan"):
         Dynamics(free, baumgarte=(float("nan"), 1.0))
     with pytest.raises(ModelError, match="max_iter must be"):
         Dynamics(free, max_iter=0)
     with pytest.raises(ModelError, match=r"qd0 needs 4 finite numbers .* got shape \(2,\)"):
         Dynamics(free, qd0=[1.0, 2.0])
-    with pytest.raises(ModelError, match="record_every must be at least 1, got 0"):
+    with pytest.raises(ModelError, match="record_every must be a finite whole number of at "
+                                         "least 1, got 0"):
         Dynamics(free).simulate(0.1, 0.01, record_every=0)
+    with pytest.raises(ModelError, match=r"penalty: unknown setting\(s\) 'Rho'"):
+        Dynamics(free, method="penalty", penalty={"Rho": 10.0})
+    with pytest.raises(ModelError, match="penalty rho must be a finite number above 0, got -1"):
+        Dynamics(free, method="penalty", penalty={"rho": -1})
+    with pytest.raises(ModelError, match="penalty iterations must be a finite whole number"):
+        Dynamics(free, method="penalty", penalty={"iterations": 2.7})
+    with pytest.raises(ModelError, match="influence_limit must be a finite number above 1"):
+        Dynamics(free, method="partitioning", influence_limit=float("nan"))
+    with pytest.raises(ModelError, match="outer threads must be a finite whole number"):
+        Kinematics(driven, strategy="groups", threads=2.7)
+    with pytest.raises(ModelError, match=r"threads is OUTER or \(OUTER, INNER\)"):
+        Kinematics(driven, strategy="groups", threads=(2, 1, 3))
+    with pytest.warns(UserWarning, match=r"record_every = 3 does not divide the run's 5 steps: "
+                                         r"the last record is at t = 0.03 s"):
+        Dynamics(free).simulate(0.05, 0.01, record_every=3)
 
 
 def test_drivers_that_contradict_each_other_later_are_an_error():

@@ -137,10 +137,22 @@ def check_iteration_settings(tol: float, max_iter: int) -> None:
     """A :class:`ModelError` unless Newton's tolerance is a positive finite number and its
     iteration limit at least 1 (a NaN tolerance is never met: every step would fail, blamed on
     the mechanism)."""
-    if not (isinstance(tol, numbers.Real) and tol > 0 and math.isfinite(tol)):
-        raise ModelError(f"tol must be a positive finite number, got {tol!r}")
-    if not (isinstance(max_iter, numbers.Integral) and max_iter >= 1):
-        raise ModelError(f"max_iter must be a whole number of at least 1, got {max_iter!r}")
+    check_number("tol", tol, 0.0, above=True)
+    check_number("max_iter", max_iter, 1, whole=True)
+
+
+def check_number(name: str, value, low: float = 0.0, *, above: bool = False,
+                 whole: bool = False) -> None:
+    """A :class:`ModelError` unless ``value`` is a finite number (a whole one if ``whole``) at
+    least ``low`` (above it if ``above``): the settings of a method, checked before they are
+    used (a NaN or negative factor runs, and its wrong numbers are blamed on the step)."""
+    kind = numbers.Integral if whole else numbers.Real
+    ok = (isinstance(value, kind) and not isinstance(value, bool) and math.isfinite(value)
+          and (value > low if above else value >= low))
+    if not ok:
+        bound = "" if low == -math.inf else f" {'above' if above else 'of at least'} {low:g}"
+        raise ModelError(f"{name} must be a finite {'whole ' if whole else ''}number{bound}, "
+                         f"got {value!r}")
 
 
 def run_steps(t0: float, t_end: float, dt: float, limit: int = 10**9, warn: bool = True) -> int:

@@ -79,7 +79,7 @@ def test_residuals_after_one_and_two_iterations(stewart, strategy):
 
 
 def test_fixed_iterations_need_one():
-    with pytest.raises(ModelError, match="max_iter must be a whole number of at least 1"):
+    with pytest.raises(ModelError, match="max_iter must be a finite whole number of at least 1"):
         Kinematics(get("four-bar-driven").compile(), fixed_iterations=True, max_iter=0)
 
 

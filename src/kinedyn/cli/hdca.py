@@ -59,8 +59,9 @@ def run(args) -> int:
     reference = None
     if not args.no_reference:
         from ..dynamics import Dynamics
-        dyn = Dynamics(model, method="projection", integrator=args.integrator)
-        nat = dyn.simulate(args.t_end, args.dt, record_every=record)
+        with warnings_printed():
+            dyn = Dynamics(model, method="projection", integrator=args.integrator)
+            nat = dyn.simulate(args.t_end, args.dt, record_every=record)
         reference = dyn.f.observables(nat.q, nat.qd, np.zeros_like(nat.q))
         reference["energy.kinetic"] = nat.energy["kinetic"]
         res.summary["max_kinetic_energy_difference_to_natural"] = float(

@@ -14,7 +14,7 @@ factor, max residuals, energy drift) and PNG plots of the energies, the residual
 """
 from __future__ import annotations
 
-from ..errors import AccuracyWarning, ModelError, run_steps
+from ..errors import ModelError, run_steps
 from .common import (add_model_argument, load_system, output_dir, parameters, positive_float,
                      progress_bar, warnings_printed)
 
@@ -80,7 +80,7 @@ def run(args) -> int:
         dyn = Dynamics(model, method=args.method, integrator=integrator, solver=args.solver,
                        baumgarte=tuple(args.baumgarte), hht_alpha=args.hht_alpha)
     out = output_dir(args.out, f"results/{model.name}-dynamics")
-    with warnings_printed("warning", AccuracyWarning), progress_bar(
+    with warnings_printed(), progress_bar(
             f"{model.name}: {steps} steps", enabled=not args.no_progress) as update:
         res = dyn.simulate(args.t_end, args.dt, record_every=args.record_every, progress=update)
     if args.reactions or any(p.startswith(("reaction", "effort")) for p in args.plot):

@@ -10,6 +10,7 @@ True
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 
 import numpy as np
 import scipy.linalg as sla
@@ -17,7 +18,7 @@ import scipy.sparse as sps
 
 from .._memory import resident_zeros
 from ..errors import (ModelError, SolverError, UnknownNameError, check_iteration_settings,
-                      run_steps)
+                      check_number, run_steps)
 from ..formulations import protocol
 from ..kinematics import kernels as K
 from ..kinematics.analysis import (assemble, blas_threads, constraint_jacobian, coordinates,
@@ -42,6 +43,27 @@ METHODS = ("augmented", "projection", "partitioning", "penalty", "index3", "hdca
 KEPT_METHODS = ("augmented", "projection", "partitioning", "penalty")
 BUILT = ("system", "sys_work", "y", "n_pos", "independent", "dependent")
 SOLVERS = ("schur", "sparse", "dense")
+
+
+def _penalty_settings(given) -> dict:
+    """The penalty method's settings (thesis eqs. 2.21-2.23): the defaults, overridden by
+    ``given``, each checked (rho, omega > 0, zeta >= 0, iterations a whole number >= 1)."""
+    settings = {"rho": 1e7, "omega": 10.0, "zeta": 1.0, "iterations": 2}
+    if given is None:
+        return settings
+    if not isinstance(given, Mapping):
+        raise ModelError(f"penalty must be a mapping of {', '.join(settings)}, got "
+                         f"{type(given).__name__}")
+    unknown = sorted(set(given) - set(settings))
+    if unknown:
+        raise ModelError(f"penalty: unknown setting(s) {', '.join(map(repr, unknown))}; "
+                         f"settings: {', '.join(settings)}")
+    settings.update(given)
+    for name in ("rho", "omega"):
+        check_number(f"penalty {name}", settings[name], above=True)
+    check_number("penalty zeta", settings["zeta"])
+    check_number("penalty iterations", settings["iterations"], 1, whole=True)
+    return settings
 
 
 def _solver(kind, indptr, indices, values):
@@ -133,12 +155,15 @@ class Dynamics:
                                 if method != "index3" and integrator != "reference" else -1)
         check_iteration_settings(tol, max_iter)
         self.tol, self.max_iter = float(tol), int(max_iter)
+        if not (isinstance(baumgarte, (tuple, list)) and len(baumgarte) == 2):
+            raise ModelError(f"baumgarte needs two numbers (alpha, beta), got {baumgarte!r}")
+        for name, value in zip(("alpha", "beta"), baumgarte):
+            check_number(f"baumgarte {name}", value)
         self.baumgarte = tuple(float(x) for x in baumgarte)
-        if len(self.baumgarte) != 2 or not all(0 <= x < np.inf for x in self.baumgarte):
-            raise ModelError(f"baumgarte needs two finite, non-negative numbers (alpha, beta), "
-                             f"got {baumgarte!r}")
-        self.penalty = {"rho": 1e7, "omega": 10.0, "zeta": 1.0, "iterations": 2, **(penalty or {})}
+        self.penalty = _penalty_settings(penalty)
+        check_number("hht_alpha", hht_alpha, -np.inf)  # its range: HHT's own check (index3)
         self.hht_alpha = float(hht_alpha)
+        check_number("influence_limit", influence_limit, 1.0, above=True)
         self.influence_limit = float(influence_limit)
         self.symbolic = symbolic
         self.t0 = float(t0)
@@ -364,8 +389,12 @@ class Dynamics:
         later call first rebuilds them at the initial state (outside the timed run)."""
         from .results import DynamicResults
         n_steps = run_steps(self.t0, t_end, dt)
-        if not record_every >= 1:
-            raise ModelError(f"record_every must be at least 1, got {record_every}")
+        check_number("record_every", record_every, 1, whole=True)
+        if n_steps % record_every:
+            warnings.warn(f"record_every = {record_every} does not divide the run's {n_steps} "
+                          f"steps: the last record is at t = "
+                          f"{self.t0 + n_steps // record_every * record_every * dt:.9g} s",
+                          UserWarning, stacklevel=2)
         if self._ran:
             self._initial_state()
         self._ran, self._dt = True, dt

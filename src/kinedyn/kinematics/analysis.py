@@ -23,7 +23,7 @@ from scipy.sparse.csgraph import structural_rank
 from .._table import TableCache
 from ..errors import (AccuracyWarning, AssemblyError, ConvergenceError, ModelError,
                       SingularConfigurationError, UnknownNameError, check_iteration_settings,
-                      run_steps)
+                      check_number, run_steps)
 from ..linalg.dense import dense_lu
 from ..linalg.sparse import PivotOrders
 from ..linalg.subsystem import extract
@@ -99,12 +99,16 @@ class Kinematics:
         if strategy not in STRATEGIES:
             raise UnknownNameError("kinematic strategy", strategy, STRATEGIES)
         if threads is not None:
-            outer, inner = (threads, None) if np.isscalar(threads) else tuple(threads)
-            if int(outer) < 1 or (inner is not None and int(inner) < 1):
-                raise ModelError(f"threads must be positive, got {threads!r}")
-            if int(outer) > MAX_WORKERS:
+            given = (threads,) if np.isscalar(threads) else tuple(threads)
+            if len(given) not in (1, 2):
+                raise ModelError(f"threads is OUTER or (OUTER, INNER), got {threads!r}")
+            outer, inner = (given + (None,))[:2]
+            check_number("outer threads", outer, 1, whole=True)
+            if outer > MAX_WORKERS:
                 raise ModelError(f"at most {MAX_WORKERS} outer threads (a team's workers), got "
                                  f"{outer}")
+            if inner is not None:
+                check_number("inner threads", inner, 1, whole=True)
             threads = (int(outer), None if inner is None else int(inner))
         check_iteration_settings(tol, max_iter)
         _require_finite_time(t0, "t0")

@@ -192,11 +192,12 @@ def undefined(model: CompiledModel, times) -> str | None:
 
 
 class functions_defined:  # noqa: N801 (used as a context: ``with functions_defined(...):``)
-    """Context turning a ZeroDivisionError of compiled code into a :class:`ModelError` that
-    names the function of time that divided by zero and the first of ``times`` (those the code
-    evaluated: steps, stages; or a function returning them, called only then) where it does
-    (:func:`undefined`). Any other ZeroDivisionError passes on as it is. A plain class: entered
-    at every one-step ``solve()``, it costs a fraction of a microsecond."""
+    """Context turning a ZeroDivisionError (or a LinAlgError: a NaN in compiled LAPACK) of
+    compiled code into a :class:`ModelError` that names the function of time that was
+    undefined and the first of ``times`` (those the code evaluated: steps, stages; or a
+    function returning them, called only then) where it was (:func:`undefined`). Any other such
+    error passes on as it is. A plain class: entered at every one-step ``solve()``, it costs a
+    fraction of a microsecond."""
     __slots__ = ("model", "times")
 
     def __init__(self, model: CompiledModel, times):
@@ -206,7 +207,8 @@ class functions_defined:  # noqa: N801 (used as a context: ``with functions_defi
         return self
 
     def __exit__(self, kind, exc, traceback) -> bool:
-        if kind is None or not issubclass(kind, ZeroDivisionError):
+        # a zero divisor raises; a NaN reaches compiled LAPACK, which refuses it
+        if kind is None or not issubclass(kind, (ZeroDivisionError, np.linalg.LinAlgError)):
             return False
         why = undefined(self.model, self.times)
         if why is None:
