@@ -414,11 +414,11 @@ class Dynamics:
             else:
                 wall, cpu = self._run_explicit(n_steps, dt, record_every, out, progress)
         times = self.t0 + dt * record_every * np.arange(n_rec)
-        finite = np.isfinite(out).all(axis=1)
+        finite = np.isfinite(out).all(axis=1)   # one pass over the records (they may be GBs)
         if not finite.all():  # a NaN load makes every state NaN within its step
             k = int(np.argmin(finite))
             self._require_defined(times[max(k - 1, 0)], record_every)
-        I.check_finite(out, times, self.integrator_run, dt)
+            I.check_finite(out, times, self.integrator_run, dt)
         return DynamicResults(self, times, out, wall, n_steps, dt, cpu=cpu)
 
     def _run_explicit(self, n_steps, dt, record_every, out, progress):
