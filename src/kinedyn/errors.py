@@ -163,8 +163,7 @@ def run_steps(t0: float, t_end: float, dt: float, limit: int = 10**9, warn: bool
     interval is warned about (unless not ``warn``: a check ahead of the run that will warn): the
     run ends at the nearest whole step, not at ``t_end``."""
     for name, value in {"t0": t0, "t_end": t_end, "dt": dt}.items():
-        if not isinstance(value, numbers.Real) or not math.isfinite(value):
-            raise ModelError(f"{name} must be a finite number, got {value!r}")
+        check_number(name, value, -math.inf)
     if not dt > 0 or not t_end > t0:
         raise ModelError(f"need dt > 0 and t_end > t0, got dt={dt:g}, t0={t0:g}, t_end={t_end:g}")
     ratio = (t_end - t0) / dt

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 import time as _time
 import warnings
 from dataclasses import dataclass
@@ -111,7 +110,7 @@ class Kinematics:
                 check_number("inner threads", inner, 1, whole=True)
             threads = (int(outer), None if inner is None else int(inner))
         check_iteration_settings(tol, max_iter)
-        _require_finite_time(t0, "t0")
+        check_number("t0", t0, -math.inf)
         self.f = formulation_for(model)
         self.model = self.f.model
         self.tuning = None
@@ -265,7 +264,7 @@ class Kinematics:
     # ---- one time ---------------------------------------------------------------------------
     def solve(self, t: float, q_guess=None, qd_known=None) -> KinematicState:
         """Positions (from ``q_guess``, default the last assembly), velocities, accelerations."""
-        _require_finite_time(t, "t")
+        check_number("t", t, -math.inf)
         start = (self.q_assembled if q_guess is None else np.asarray(q_guess, float))
         if start.shape != self.q_assembled.shape:  # the compiled step does not check bounds
             coordinates(self.f, start, "q_guess")
@@ -463,11 +462,6 @@ def blas_threads(n):
         from threadpoolctl import ThreadpoolController
         _CONTROLLER = ThreadpoolController()
     return _CONTROLLER.limit(limits=int(n), user_api="blas")
-
-
-def _require_finite_time(t, name: str) -> None:
-    if not (isinstance(t, numbers.Real) and math.isfinite(t)):
-        raise ModelError(f"{name} must be a finite number, got {t!r}")
 
 
 def constraint_values(f, q, t, work=None, rows=None) -> np.ndarray:
