@@ -101,6 +101,25 @@ def test_analyses_refuse_bad_settings_before_running():
         Dynamics(free).simulate(0.05, 0.01, record_every=3)
 
 
+@pytest.mark.parametrize("record_every", [0, 0.5, 2.7, -1, "3"])
+def test_every_run_refuses_a_record_interval_that_is_not_a_whole_number(record_every):
+    """HDCA and joint-coordinate runs check ``record_every`` as the natural-coordinate runs do
+    (they used to take ``max(1, int(record_every))``: 2.7 recorded every 2nd step, "3" every
+    3rd, -1 every step)."""
+    from kinedyn.dynamics.hdca import HDCA
+    from kinedyn.dynamics.relative import RelativeDynamics
+    from kinedyn.formulations.relative import Relative
+    from kinedyn.models import get
+    pendulum = get("double-pendulum").compile()
+    for run in (HDCA(pendulum), RelativeDynamics(Relative(pendulum))):
+        with pytest.raises(ModelError, match="record_every must be a finite whole number of at "
+                                             f"least 1, got {record_every!r}"):
+            run.simulate(0.1, 0.01, record_every=record_every)
+        with pytest.warns(UserWarning, match="record_every = 3 does not divide the run's 10 "
+                                             "steps: the last record is at t = 0.09 s"):
+            assert run.simulate(0.1, 0.01, record_every=3).time[-1] == pytest.approx(0.09)
+
+
 def test_drivers_that_contradict_each_other_later_are_an_error():
     """Two drivers of one joint agree at t = 0 (so the second is redundant there and ignored)
     and disagree after: the run would satisfy only the first. The error names the ignored

@@ -179,3 +179,16 @@ def run_steps(t0: float, t_end: float, dt: float, limit: int = 10**9, warn: bool
                       f"{t_end:g} s: the run takes {n} whole steps and ends at "
                       f"t = {t0 + n * dt:.9g} s", UserWarning, stacklevel=3)
     return n
+
+
+def record_interval(record_every, n_steps: int, t0: float, dt: float) -> int:
+    """``record_every`` checked (a whole number >= 1) for a run of ``n_steps`` steps of ``dt``
+    from ``t0``, warning when it does not divide them (the last record is then before the
+    run's end)."""
+    check_number("record_every", record_every, 1, whole=True)
+    if n_steps % record_every:
+        warnings.warn(f"record_every = {record_every} does not divide the run's {n_steps} "
+                      f"steps: the last record is at t = "
+                      f"{t0 + n_steps // record_every * record_every * dt:.9g} s",
+                      UserWarning, stacklevel=3)
+    return int(record_every)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import kinedyn as kd
+from kinedyn.errors import ModelError
 from kinedyn.kinematics import Kinematics
 from kinedyn.kinematics.parallel import PlatformForwardKinematics
 from kinedyn.linalg import sparse
@@ -299,6 +300,40 @@ def redundant_slider() -> kd.System:
     s.add_driver("cable", "distance", body_a="ground", point_a="C", body_b="slider", point_b="P",
                  function="sqrt(1 + (-2 + 3*t)**2)")
     return s
+
+
+def cable_slider(length: str) -> kd.System:
+    """A slider on the x axis pulled by a cable from the origin of driven ``length``."""
+    s = kd.System("cable-slider", dim=2, gravity=[0, 0])
+    s.add_point("ground", "O", [0, 0])
+    s.add_vector("ground", "x", [1, 0])
+    s.add_body("slider", mass=1, inertia=0.01, com=[0, 0], position=[-2, 0], orientation=0,
+               points={"P": [0, 0]}, vectors={"x": [1, 0]})
+    s.add_joint("slide", "prismatic", "ground", "slider", point_a="O", point_b="P",
+                axis_a="x", axis_b="x")
+    s.add_driver("cable", "distance", body_a="ground", point_a="O", body_b="slider", point_b="P",
+                 function=length)
+    return s
+
+
+def test_a_driven_distance_that_is_not_positive_is_named_with_its_time():
+    """The constraint of a distance driver holds the squared distance, so a negative length
+    would run with its magnitude and a zero one makes the row's gradient vanish. A run checks
+    its times up front and names the driver, its function, value and time; the assembly
+    checks its own time."""
+    kin = Kinematics(cable_slider("2 - 3*t").compile())
+    np.testing.assert_allclose(kin.simulate(0.6, 0.1).channel("point.slider.P.x"),
+                               -(2 - 3 * np.arange(7) * 0.1), atol=1e-10)
+    with pytest.raises(ModelError, match=r"distance driver 'cable' drives the distance "
+                       r"'2 - 3\*t', which is -0\.1 at t = 0\.7 s: a driven distance must stay "
+                       r"positive"):
+        kin.simulate(1.0, 0.1)
+    with pytest.raises(ModelError, match=r"'-2 - t', which is -2 at t = 0 s"):
+        Kinematics(cable_slider("-2 - t").compile())
+    from kinedyn.dynamics import Dynamics
+    dyn = Dynamics(cable_slider("2 - 3*t").compile(), method="projection")
+    with pytest.raises(ModelError, match=r"which is 0 at t = 0\.666666667 s"):
+        dyn.simulate(1.0, 1 / 30)
 
 
 @pytest.mark.parametrize("solver", ["dense", "sparse"])

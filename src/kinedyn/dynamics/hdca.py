@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._memory import resident_zeros
-from ..errors import ModelError, SolverError, run_steps
+from ..errors import ModelError, SolverError, record_interval, run_steps
 from ..formulations.hamiltonian import Hamiltonian
 from ..formulations.hamiltonian import natural_map as NM
 from ..formulations import protocol
@@ -72,7 +72,7 @@ class HDCA:
 
     def simulate(self, t_end: float, dt: float, *, record_every: int = 1, t0: float = 0.0):
         n_steps = run_steps(t0, t_end, dt)
-        record_every = max(1, int(record_every))
+        record_every = record_interval(record_every, n_steps, t0, dt)
         y = self.y0.copy()
         out = resident_zeros((n_steps // record_every + 1, len(y)), y.dtype)  # before the timer
         scratch = np.zeros((6, len(y)), y.dtype)

@@ -21,12 +21,12 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from ..errors import UnknownNameError, run_steps
+from ..errors import UnknownNameError, record_interval, run_steps
 from ..formulations import protocol
 from ..formulations.relative import kernels as RK
 from ..kinematics.analysis import assemble, coordinates
 from ..linalg import relative as LR
-from ..model.compiled import functions_defined
+from ..model.compiled import functions_defined, require_positive_distances
 from . import integrators as I
 
 
@@ -159,7 +159,8 @@ class RelativeDynamics:
 
     def simulate(self, t_end: float, dt: float, *, record_every: int = 1) -> RelativeResults:
         n_steps = run_steps(self.t0, t_end, dt)
-        record_every = max(1, int(record_every))
+        record_every = record_interval(record_every, n_steps, self.t0, dt)
+        require_positive_distances(self.f.model, lambda: self.t0 + dt * np.arange(n_steps + 1))
         n = self.f.n_q
         out = np.zeros((n_steps // record_every + 1, 2 * n))
         y = np.concatenate([self.q_initial, self.qd_initial])

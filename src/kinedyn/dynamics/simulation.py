@@ -18,13 +18,13 @@ import scipy.sparse as sps
 
 from .._memory import resident_zeros
 from ..errors import (ModelError, SolverError, UnknownNameError, check_iteration_settings,
-                      check_number, run_steps)
+                      check_number, record_interval, run_steps)
 from ..formulations import protocol
 from ..kinematics import kernels as K
 from ..kinematics.analysis import (assemble, blas_threads, constraint_jacobian, coordinates,
                                   formulation_for)
 from ..kinematics.diagnose import independent_rows, singular_rows, worst
-from ..model.compiled import functions_defined, undefined
+from ..model.compiled import functions_defined, require_positive_distances, undefined
 from ..linalg.dense import dense_lu
 from ..linalg.sparse import analyse as sparse_analyse
 from ..linalg.sparse import with_fallback
@@ -389,16 +389,11 @@ class Dynamics:
         later call first rebuilds them at the initial state (outside the timed run)."""
         from .results import DynamicResults
         n_steps = run_steps(self.t0, t_end, dt)
-        check_number("record_every", record_every, 1, whole=True)
-        if n_steps % record_every:
-            warnings.warn(f"record_every = {record_every} does not divide the run's {n_steps} "
-                          f"steps: the last record is at t = "
-                          f"{self.t0 + n_steps // record_every * record_every * dt:.9g} s",
-                          UserWarning, stacklevel=2)
+        record_every = record_interval(record_every, n_steps, self.t0, dt)
+        require_positive_distances(self.model, lambda: self.t0 + dt * np.arange(n_steps + 1))
         if self._ran:
             self._initial_state()
         self._ran, self._dt = True, dt
-        record_every = int(record_every)
         n_rec = n_steps // record_every + 1
         out = resident_zeros((n_rec, 2 * self.f.n_q))  # mapped before the timed run
         self.reanalyses = 0

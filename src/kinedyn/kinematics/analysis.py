@@ -26,7 +26,8 @@ from ..errors import (AccuracyWarning, AssemblyError, ConvergenceError, ModelErr
 from ..linalg.dense import dense_lu
 from ..linalg.sparse import PivotOrders
 from ..linalg.subsystem import extract
-from ..model.compiled import CompiledModel, functions_defined, undefined
+from ..model.compiled import (CompiledModel, functions_defined, require_positive_distances,
+                              undefined)
 from ..parallel.team import MAX_WORKERS
 from . import kernels as K
 from .diagnose import independent_rows, singular_rows, worst
@@ -348,6 +349,7 @@ class Kinematics:
         from .results import KinematicResults
         n = run_steps(t0, t_end, dt) + 1
         times = t0 + dt * np.arange(n)
+        require_positive_distances(self.model, times)
         nq = self.f.n_q
         outs = K.outputs(n, nq)
         out_q, out_qd, out_qdd, out_res, out_iter = outs
@@ -504,6 +506,7 @@ def assemble(f, q_guess, t: float = 0.0, tol: float = 1e-10, work=None) -> np.nd
     """
     work = work if work is not None else f.make_work()
     q_guess = coordinates(f, q_guess, "the initial guess of the coordinates")
+    require_positive_distances(f.model, [t])
     phi = constraint_values(f, q_guess, t, work) if f.n_c else np.zeros(0)
     if np.abs(phi).max(initial=0.0) <= tol:
         return q_guess.copy()

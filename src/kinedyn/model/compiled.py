@@ -11,7 +11,7 @@ from types import MappingProxyType
 import numpy as np
 
 from ..errors import ModelError
-from .tape import TapeTable, first_undefined
+from .tape import TapeTable, first_nonpositive, first_undefined
 
 # integer codes of joint types, driver kinds and force frames used in compiled arrays
 JOINT_CODE = {"revolute": 0, "prismatic": 1, "fixed": 2, "rod": 3, "spherical": 4,
@@ -182,13 +182,48 @@ class CompiledModel:
 
 def undefined(model: CompiledModel, times) -> str | None:
     """Why a run over ``times`` (or a function returning them) failed, if a function of time
-    was undefined at one of them: the first such function and time, in words; else None.
-    Checked on failures only (a whole run's times: microseconds each)."""
-    found = first_undefined(model.functions, times() if callable(times) else times)
-    if found is None:
+    was undefined at one of them, or a driven distance not positive: the first such function
+    and time, in words; else None. Checked on failures only (a whole run's times: microseconds
+    each)."""
+    times = np.asarray(times() if callable(times) else times, float).ravel()
+    found = first_undefined(model.functions, times)
+    if found is not None:
+        k, t, what = found
+        return f"the function of time {model.function_text[k]!r} {what} at t = {t:.9g} s"
+    return nonpositive_distance(model, times)
+
+
+def nonpositive_distance(model: CompiledModel, times) -> str | None:
+    """The first distance driver whose function is not positive at one of ``times`` (or a
+    function returning them, called only for a model with distance drivers), with the
+    time and value, in words; else None. A distance driver's constraint holds the squared
+    distance, so a negative function would drive the points apart by its magnitude and a zero
+    one makes the constraint's gradient vanish: each run checks its times up front
+    (:func:`require_positive_distances`), in one compiled pass (~50 ns per time)."""
+    drivers = np.flatnonzero(model.driver_kind == DRIVER_CODE["distance"])
+    if drivers.size == 0:
         return None
-    k, t, what = found
-    return f"the function of time {model.function_text[k]!r} {what} at t = {t:.9g} s"
+    table = model.functions
+    functions = np.ascontiguousarray(model.driver_function[drivers, 0])
+    times = np.asarray(times() if callable(times) else times, float).ravel()
+    with functions_defined(model, times):
+        k, i = first_nonpositive(table.ops, table.args, table.start, functions, times)
+    if k < 0:
+        return None
+    f = functions[i]
+    value = table.evaluate(times[k])[f, 0]
+    return (f"the distance driver {model.driver_name[drivers[i]]!r} drives the distance "
+            f"{model.function_text[f]!r}, which is {value:.6g} at t = {times[k]:.9g} s: a driven "
+            "distance must stay positive (its constraint holds the squared distance)")
+
+
+def require_positive_distances(model: CompiledModel, times) -> None:
+    """A :class:`ModelError` naming the first driven distance that is not positive at one of a
+    run's ``times`` (or a function returning them, called only for a model with distance
+    drivers) (:func:`nonpositive_distance`)."""
+    why = nonpositive_distance(model, times)
+    if why is not None:
+        raise ModelError(why)
 
 
 class functions_defined:  # noqa: N801 (used as a context: ``with functions_defined(...):``)

@@ -378,6 +378,20 @@ def eval_program(op, arg, a, b, time, reg):
             reg[i, 2] = r2
 
 
+@nb.njit(cache=True, nogil=True)
+def first_nonpositive(ops, args, start, functions, times):
+    """``(time index, position in functions)`` of the first time at which one of the table's
+    ``functions`` has a value <= 0, or ``(-1, -1)``: one compiled pass over a whole run's times
+    (a driven distance's check)."""
+    stack = np.zeros((MAX_STACK, 3))
+    for k in range(times.shape[0]):
+        for i in range(functions.shape[0]):
+            f = functions[i]
+            if eval_tape(ops, args, start[f], start[f + 1], times[k], stack)[0] <= 0.0:
+                return k, i
+    return -1, -1
+
+
 def first_undefined(table: TapeTable, times) -> tuple[int, float, str] | None:
     """``(function, time, what)``: the first of ``times`` at which a function of the table
     divides by zero (the compiled evaluations raise ZeroDivisionError there) or has a value or
