@@ -42,6 +42,10 @@ def test_bad_options_are_named(capsys):
     assert "--record-every" in capsys.readouterr().err
     assert main(["simulate", "four-bar", "--t-end", "0.1", "--dt", "1e-3", "--hold", "Z9"]) == 2
     assert "Z9" in capsys.readouterr().err
+    assert main(["simulate", "four-bar-driven", "--t-end", "0.1", "--dt", "1e-3", "--hold",
+                 "A,B,A"]) == 2
+    assert ("joint(s) 'A' listed more than once: each held joint takes one component"
+            in capsys.readouterr().err)
 
 
 def test_an_inaccurate_run_prints_its_warning(tmp_path, capsys):

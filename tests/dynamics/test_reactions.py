@@ -90,3 +90,15 @@ def test_compiled_inverse_dynamics_matches_the_reference():
     for leg in legs:
         np.testing.assert_allclose(fast.channel(f"effort.{leg}"), ref[f"effort.{leg}"],
                                    rtol=1e-10, atol=1e-10)
+
+
+def test_an_actuator_listed_twice_is_named():
+    """The same joint component twice would be one actuator counted twice: refused, naming it."""
+    from kinedyn.dynamics.inverse import parse_actuators
+    from kinedyn.errors import ModelError
+    model = kinedyn.models.get("gough-stewart-driven").compile()
+    assert parse_actuators(model, ["P1", "P2"]) == {model.joint_name.index("P1"): {1},
+                                                   model.joint_name.index("P2"): {1}}
+    with pytest.raises(ModelError, match=r"actuator 'P1:displacement' is listed twice "
+                                         r"\(joint 'P1', displacement\)"):
+        parse_actuators(model, ["P1", "P1:displacement"])

@@ -18,7 +18,13 @@ from .reactions import reactions
 
 def holding_efforts(system, actuators, t: float = 0.0) -> dict[str, float]:
     """{joint name: effort} holding ``system`` (drivers removed) at rest in its initial
-    configuration (assembled at time ``t``)."""
+    configuration (assembled at time ``t``): one component per joint, its effort a constant
+    force ``hold_<joint>``."""
+    joints = [str(a).partition(":")[0] for a in actuators]
+    twice = sorted({j for j in joints if joints.count(j) > 1})
+    if twice:
+        raise ModelError(f"joint(s) {', '.join(map(repr, twice))} listed more than once: each "
+                         "held joint takes one component")
     free = _without(system, actuators)
     f = formulation_for(free.compile())
     q = assemble(f, f.q0, t)[None]

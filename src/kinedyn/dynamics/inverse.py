@@ -41,7 +41,9 @@ def parse_actuators(model, actuators) -> dict[int, set[int]]:
         if comp not in COMPONENT_CODE:
             raise ModelError(f"actuator {spec!r}: give the joint's component as "
                              f"'{name}:angle' or '{name}:displacement'")
-        out.setdefault(j, set()).add(COMPONENT_CODE[comp])
+        if COMPONENT_CODE[comp] in out.setdefault(j, set()):
+            raise ModelError(f"actuator {spec!r} is listed twice (joint {name!r}, {comp})")
+        out[j].add(COMPONENT_CODE[comp])
     return out
 
 
