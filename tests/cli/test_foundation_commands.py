@@ -55,6 +55,19 @@ def test_validate_unknown_builtin_and_missing_file(tmp_path, capsys):
     assert f"{tmp_path / 'none.yaml'}: model file not found" in err
 
 
+def test_validate_evaluates_the_functions_of_time_where_runs_start(tmp_path, capsys):
+    """A driver that is not finite at t = 0 (``log(t)``) is invalid: every run would stop at
+    its first evaluation."""
+    data = yaml.safe_load((TWINS / "four-bar-driven.yaml").read_text())
+    data["drivers"][0]["function"] = "crank_angle + log(t)"
+    bad = tmp_path / "log.yaml"
+    bad.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert main(["validate", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == (f"invalid: {bad}: the function of time 'crank_angle + log(t)' divides "
+                           "by zero at t = 0 s, where runs start")
+
+
 def test_validate_applies_parameters(capsys):
     assert main(["validate", "four-bar", "-p", "link_mass=-1"]) == 1
     assert "bodies[0].mass: mass must be positive, got -1" in capsys.readouterr().err
