@@ -47,6 +47,16 @@ def test_same_as_sees_a_one_ulp_change(tmp_path):
     assert system.compile().same_as(changed.compile()) == ["body_mass"]
 
 
+def test_load_and_save_name_arguments_of_the_wrong_kind(tmp_path):
+    with pytest.raises(TypeError, match=r"load needs the model file's path \(a str or "
+                                        r"os.PathLike\), got None"):
+        kinedyn.load(None)
+    with pytest.raises(TypeError, match="save needs a kinedyn.System, got CompiledModel"):
+        kinedyn.save(MODELS["four-bar"].build().compile(), tmp_path / "x.yaml")
+    with pytest.raises(TypeError, match="save needs the model file's path"):
+        kinedyn.save(MODELS["four-bar"].build(), 3)
+
+
 def test_parameters_are_symbolic_and_can_be_overridden():
     system = MODELS["four-bar-driven"].build()
     base = system.compile()

@@ -8,6 +8,7 @@ arrays as ``s``.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,16 @@ _REQUIRED = {"bodies": ("name",), "joints": ("name", "type", "body_a", "body_b")
              "drivers": ("name", "kind"), "forces": ("name", "kind")}
 
 
+def _file_path(path, what: str) -> Path:
+    if not isinstance(path, (str, os.PathLike)):  # Path(None) says only "expected str, bytes"
+        raise TypeError(f"{what} needs the model file's path (a str or os.PathLike), got "
+                        f"{path!r}")
+    return Path(path)
+
+
 def load(path) -> System:
     """Read and validate a model file; errors name the file and the location inside it."""
-    path = Path(path)
+    path = _file_path(path, "load")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -251,7 +259,9 @@ _Dumper.add_representer(list, _represent_list)
 
 def save(system: System, path) -> Path:
     """Write ``system`` as YAML (``.yaml``/``.yml``) or JSON (``.json``)."""
-    path = Path(path)
+    if not isinstance(system, System):
+        raise TypeError(f"save needs a kinedyn.System, got {type(system).__name__}")
+    path = _file_path(path, "save")
     data = to_dict(system)
     if path.suffix.lower() == ".json":
         text = json.dumps(data, indent=2) + "\n"
