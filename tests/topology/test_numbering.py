@@ -38,6 +38,20 @@ def test_coupling_is_ancestor_relation():
 
 
 def test_show_sparsity_writes_picture(tmp_path):
-    text = show_sparsity(kinedyn.models.get("four-bar").compile(), tmp_path)
+    text = show_sparsity(kinedyn.models.get("four-bar").compile(),
+                         tmp_path / "four-bar-sparsity.png")
     assert "numbering branch" in text and "x x" in text
     assert (tmp_path / "four-bar-sparsity.png").stat().st_size > 1000
+
+
+def test_info_draws_every_picture_in_the_chosen_format(tmp_path, capsys):
+    """``--format svg`` applies to the graph, the structural groups and the sparsity pictures."""
+    from kinedyn.cli import main
+    assert main(["info", "four-bar-driven", "--groups", "--sparsity", "--format", "svg",
+                 "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for kind in ("graph", "groups", "sparsity"):
+        path = tmp_path / f"four-bar-driven-{kind}.svg"
+        assert str(path) in out and path.read_text().lstrip().startswith("<?xml")
+    assert not list(tmp_path.glob("*.png"))
+

@@ -52,6 +52,11 @@ class InfoContext:
             self._out = output_dir(self.args.out, DEFAULT_OUT)
         return self._out
 
+    def picture(self, kind: str) -> Path:
+        """``<out>/<model>-<kind>.<--format>``: where a section draws its picture."""
+        stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in self.model.name)
+        return self.out_dir() / f"{stem or 'model'}-{kind}.{getattr(self.args, 'format', 'png')}"
+
 
 @dataclass(frozen=True)
 class Section:
@@ -223,11 +228,8 @@ def _graph(ctx) -> str | None:
     if ctx.args.no_graph:
         return None
     from ..viz.graph import draw_topology
-    path = ctx.out_dir() / f"{_file_stem(ctx.model.name)}-graph.{ctx.args.format}"
+    path = ctx.picture("graph")
     draw_topology(ctx.topology, path)
     return f"graph picture: {path}"
 
 
-def _file_stem(name: str) -> str:
-    stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
-    return stem or "model"

@@ -28,8 +28,6 @@ def render(ctx) -> str | None:
     text = "structural groups (Group Equations): " + describe(gs, kin.f)
     if not getattr(ctx.args, "no_graph", False):
         from ...viz.groups import draw_groups
-        fmt = getattr(ctx.args, "format", "png")
-        path = draw_groups(gs, ctx.out_dir() / f"{ctx.model.name}-groups.{fmt}",
-                           title=f"{ctx.model.name}: structural groups")
+        path = draw_groups(gs, ctx.picture("groups"), title=f"{ctx.model.name}: structural groups")
         text += f"\n  DAG picture: {path}"
     return text

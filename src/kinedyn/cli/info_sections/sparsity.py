@@ -37,8 +37,8 @@ def _text(P) -> str:
     return "\n".join("    " + " ".join("x" if v else "." for v in row) for row in P)
 
 
-def show_sparsity(model, out_dir) -> str:
-    """Text report and a PNG (``<model>-sparsity.png`` in ``out_dir``)."""
+def show_sparsity(model, path) -> str:
+    """Text report and a picture of the patterns at ``path`` (PNG or SVG by its suffix)."""
     pats = patterns(model)
     lines = [f"sparsity of the relative-coordinate matrices (n = {len(pats[0]['a'])} "
              f"coordinates, augmented {len(pats[0]['augmented'])})"]
@@ -48,7 +48,6 @@ def show_sparsity(model, out_dir) -> str:
                      f"(fill-in {p['fill']})")
         if len(p["a"]) <= 40:
             lines.append(_text(p["a"]))
-    path = out_dir / f"{''.join(c if c.isalnum() or c in '-_' else '_' for c in model.name)}-sparsity.png"
     _draw(pats, path, model.name)
     lines.append(f"  picture: {path}")
     return "\n".join(lines)
@@ -74,4 +73,4 @@ def _draw(pats, path, title):
 def render(ctx) -> str | None:
     if not getattr(ctx.args, "sparsity", False):
         return None
-    return show_sparsity(ctx.model, ctx.out_dir())
+    return show_sparsity(ctx.model, ctx.picture("sparsity"))
