@@ -1,5 +1,6 @@
-"""Exceptions raised by kinedyn (and :func:`run_steps`, the check of a run's times that every
-run shares).
+"""Exceptions raised by kinedyn, and the checks of input that every analysis shares
+(:func:`run_steps` of a run's times, :func:`check_number` of a setting, :func:`coordinates` of a
+state vector).
 
 Two families:
 
@@ -15,6 +16,8 @@ import math
 import numbers
 import warnings
 from collections.abc import Iterable
+
+import numpy as np
 
 
 class KinedynError(Exception):
@@ -192,3 +195,21 @@ def record_interval(record_every, n_steps: int, t0: float, dt: float) -> int:
                       f"{t0 + n_steps // record_every * record_every * dt:.9g} s",
                       UserWarning, stacklevel=3)
     return int(record_every)
+
+
+def coordinates(f, value, what: str) -> np.ndarray:
+    """``value`` as a float vector of one finite number per coordinate of ``f`` (a formulation:
+    ``n_q``, ``coordinate_names``), or a ModelError saying what it should be (an initial guess,
+    velocities, ...). Compiled kernels do not check bounds: a short vector would be read past
+    its end."""
+    try:
+        vector = np.asarray(value, float)
+    except (TypeError, ValueError):
+        vector = None
+    if vector is None or vector.shape != (f.n_q,) or not np.isfinite(vector).all():
+        shown = "shape " + str(vector.shape) if vector is not None else repr(value)[:60]
+        names = ", ".join(f.coordinate_names[:8]) + (", ..." if f.n_q > 8 else "")
+        raise ModelError(f"{what} needs {f.n_q} finite numbers ({names}), got {shown}"
+                         + (" with non-finite entries" if vector is not None
+                            and vector.shape == (f.n_q,) else ""))
+    return vector

@@ -22,7 +22,7 @@ from scipy.sparse.csgraph import structural_rank
 from .._table import TableCache
 from ..errors import (AccuracyWarning, AssemblyError, ConvergenceError, ModelError,
                       SingularConfigurationError, UnknownNameError, check_iteration_settings,
-                      check_number, run_steps)
+                      check_number, coordinates, run_steps)
 from ..linalg.dense import dense_lu
 from ..linalg.sparse import PivotOrders
 from ..linalg.subsystem import extract
@@ -479,22 +479,6 @@ def constraint_jacobian(f, q, t, work=None) -> sps.csr_matrix:
     _eval_phi_q(f.data, work if work is not None else f.make_work(), np.asarray(q, float),
                 float(t), np.arange(f.n_c), values)
     return sps.csr_matrix((values, f.data.jac_indices, f.data.jac_indptr), shape=(f.n_c, f.n_q))
-
-
-def coordinates(f, value, what: str) -> np.ndarray:
-    """``value`` as a float vector of one finite number per coordinate of ``f``, or a
-    ModelError saying what it should be (an initial guess, velocities, ...)."""
-    try:
-        vector = np.asarray(value, float)
-    except (TypeError, ValueError):
-        vector = None
-    if vector is None or vector.shape != (f.n_q,) or not np.isfinite(vector).all():
-        shown = "shape " + str(vector.shape) if vector is not None else repr(value)[:60]
-        names = ", ".join(f.coordinate_names[:8]) + (", ..." if f.n_q > 8 else "")
-        raise ModelError(f"{what} needs {f.n_q} finite numbers ({names}), got {shown}"
-                         + (" with non-finite entries" if vector is not None
-                            and vector.shape == (f.n_q,) else ""))
-    return vector
 
 
 def assemble(f, q_guess, t: float = 0.0, tol: float = 1e-10, work=None) -> np.ndarray:

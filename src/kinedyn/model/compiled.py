@@ -180,6 +180,18 @@ class CompiledModel:
 
 
 
+def compiled_model(model) -> CompiledModel:
+    """``model`` as a :class:`CompiledModel`: a :class:`~kinedyn.model.System` is compiled
+    (which validates it); anything else is a TypeError that says what is expected."""
+    from .system import System
+    if isinstance(model, System):
+        return model.compile()
+    if not isinstance(model, CompiledModel):
+        raise TypeError(f"expected a kinedyn System or CompiledModel (kinedyn.models.get(name), "
+                        f"kinedyn.load(path)), got {type(model).__name__}")
+    return model
+
+
 def undefined(model: CompiledModel, times) -> str | None:
     """Why a run over ``times`` (or a function returning them) failed, if a function of time
     was undefined at one of them, or a driven distance not positive: the first such function

@@ -25,7 +25,8 @@ import numpy as np
 import sympy as sp
 
 from ..errors import AssemblyError, ModelError, UnknownNameError
-from ..model.compiled import DRIVER_CODE, JOINT_CODE, CompiledModel
+from ..model.compiled import DRIVER_CODE, JOINT_CODE, CompiledModel, compiled_model
+from ..model.expressions import parse
 from .rational import rationalise
 
 T = sp.Symbol("t", real=True)
@@ -81,6 +82,10 @@ class ConstraintSystem:
     def with_independent(self, names) -> "ConstraintSystem":
         """The same equations with other independent coordinates (a new solution flow)."""
         idx = tuple(self.index(n) if isinstance(n, str) else int(n) for n in names)
+        bad = [k for k in idx if not 0 <= k < self.n_q]
+        if bad or len(set(idx)) != len(idx):
+            raise ModelError(f"{self.name}: independent coordinates are names or indices 0 to "
+                             f"{self.n_q - 1}, each once; got {list(names)!r}")
         if len(idx) != self.n_q - self.n_c:
             raise ModelError(f"{self.name}: need {self.n_q - self.n_c} independent coordinates, "
                              f"got {len(idx)}")
@@ -91,7 +96,7 @@ class ConstraintSystem:
         """The same equations with the named coordinates prescribed as functions of time
         (SymPy expressions or strings in ``t``): a kinematic run of a free model, e.g. the
         thesis's five-link with its carrier height z(t) driven (Fig. 5.3a)."""
-        idx = {self.index(n): sp.sympify(f, locals={"t": T}) for n, f in inputs.items()}
+        idx = {self.index(n): _time_expression(f, n) for n, f in inputs.items()}
         if len(idx) != self.n_q - self.n_c:
             raise ModelError(f"{self.name}: need {self.n_q - self.n_c} driven coordinates, "
                              f"got {len(idx)}")
@@ -237,6 +242,7 @@ def planar_coordinates(model: CompiledModel, absolute=(), independent=None,
     the spanning tree (they become the loop-closure constraints; the thesis's choice of
     which joint closes each loop).
     """
+    model = compiled_model(model)
     if model.dim != 2:
         raise ModelError(f"{model.name}: symbolic joint coordinates are implemented for planar "
                          "models; write spatial constraints as a ConstraintSystem")
@@ -449,6 +455,20 @@ def _assemble_free(eqs: ConstraintSystem) -> np.ndarray:
         raise AssemblyError(f"{eqs.name}: the initial configuration cannot be assembled",
                             time=0.0, constraints=list(eqs.constraint_names[:3]))
     return sol.x
+
+
+def _time_expression(value, name: str) -> sp.Expr:
+    """A driven coordinate's function of time: a SymPy expression in ``t``, or a number or
+    string parsed as the model files' expressions are (never ``sympify``, which runs Python)."""
+    if isinstance(value, sp.Basic):
+        expr = value
+    else:
+        expr = parse(value, allow_time=True, location=f"inputs[{name!r}]")
+    unknown = expr.free_symbols - {T}
+    if unknown:
+        raise ModelError(f"the function of time {value!r} has symbols other than t: "
+                         f"{', '.join(sorted(map(str, unknown)))}", location=f"inputs[{name!r}]")
+    return expr
 
 
 def _function_expr(model: CompiledModel, fid: int) -> sp.Expr:

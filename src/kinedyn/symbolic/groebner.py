@@ -21,6 +21,7 @@ from pathlib import Path
 import sympy as sp
 
 from .._cache import cache_root
+from ..errors import ModelError, check_number
 from .rational import rationalise_expr
 
 
@@ -116,7 +117,10 @@ def groebner_basis(polys, gens, time_limit: float = 60.0, use_cache: bool = True
 
     Runs :func:`sympy.groebner` in a forked child killed after ``time_limit`` seconds.
     """
+    check_number("time_limit", time_limit, above=True)
     gens = tuple(gens)
+    if not all(isinstance(g, sp.Symbol) for g in gens):
+        raise ModelError(f"the generators must be SymPy symbols, got {list(gens)!r}")
     key = basis_key(polys, gens)
     path = cache_dir() / f"{key}.json"
     loc = {g.name: g for g in gens}

@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import sympy as sp
 
-from ..errors import ModelError
+from ..errors import ModelError, check_number
 
 
 def rationalise(x: float, tol: float = 1e-12) -> sp.Rational:
@@ -23,6 +23,7 @@ def rationalise(x: float, tol: float = 1e-12) -> sp.Rational:
     """
     if not math.isfinite(x):
         raise ModelError(f"cannot rationalise the non-finite number {x!r}")
+    check_number("tol", tol)  # (a NaN tolerance is met by any fraction; a negative one never)
     scale = max(1.0, abs(x))
     for digits in range(0, 13):  # short decimals first: 0.3 -> 3/10, not 0.29999...
         f = Fraction(round(x, digits)).limit_denominator(10 ** digits)

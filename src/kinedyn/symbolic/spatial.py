@@ -34,7 +34,8 @@ import numpy as np
 import sympy as sp
 
 from ..errors import ModelError
-from ..model.compiled import DRIVER_CODE, FRAME_CODE, JOINT_CODE, CompiledModel
+from ..model.compiled import (DRIVER_CODE, FRAME_CODE, JOINT_CODE, CompiledModel,
+                              compiled_model)
 from ..model.rotations import euler_to_matrix, matrix_to_euler
 from ..model import tape as _tape
 from .equations import T, BodyPoints, ConstraintSystem, Coordinate, _num, _vec, assemble
@@ -182,6 +183,7 @@ def spatial_coordinates(model: CompiledModel, absolute=(), independent=None,
     for absolute bodies, ``<joint>.angle`` / ``.displacement`` / ``.alpha`` / ``.beta`` /
     ``.zeta|eta|xi`` for tree joints.
     """
+    model = compiled_model(model)
     if model.dim != 3:
         raise ModelError(f"{model.name}: spatial_coordinates needs a 3-D model (planar: "
                          "planar_coordinates)")

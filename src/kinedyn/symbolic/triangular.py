@@ -25,7 +25,7 @@ import numpy as np
 import sympy as sp
 import sympy.core.random as sympy_random
 
-from ..errors import AssemblyError, ModelError
+from ..errors import AssemblyError, ModelError, check_number
 from ..topology.structure import block_triangular
 from .equations import T, ConstraintSystem
 from .groebner import BasisResult, Polynomialised, groebner_basis, polynomialise
@@ -491,6 +491,9 @@ def make_plan(system: ConstraintSystem, *, order=None, time_limit: float = 60.0,
     thesis Fig. 4.7); default None: planar systems (not ``reduce_knowns``), whose bases are
     quick enough to search; False keeps Newton on the whole block.
     """
+    for name, value in {"time_limit": time_limit, "distance_time_limit": distance_time_limit,
+                        "tol": tol}.items():
+        check_number(name, value, above=name != "tol")
     if not system.n_c:  # e.g. an open chain in joint coordinates
         raise ModelError(f"{system.name}: no constraints in its symbolic coordinates, so "
                          "nothing to triangularise or embed (every coordinate is independent; "

@@ -16,7 +16,7 @@ from functools import cached_property
 import networkx as nx
 import numpy as np
 
-from ..model.compiled import JOINT_CODE, CompiledModel
+from ..model.compiled import JOINT_CODE, CompiledModel, compiled_model
 
 #: Constraint equations per joint type (planar, spatial): Gruebler-Kutzbach weights.
 JOINT_CONSTRAINTS = {
@@ -71,7 +71,7 @@ class Topology:
     """Graph analysis of a :class:`CompiledModel` (never mutates it)."""
 
     def __init__(self, model: CompiledModel):
-        self.model = model
+        self.model = model = compiled_model(model)
         self.dim = model.dim
         g = nx.MultiGraph()
         g.add_nodes_from(range(model.n_body))

@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from ...errors import ModelError, SolverError
-from ...model.compiled import JOINT_CODE, CompiledModel
+from ...model.compiled import JOINT_CODE, CompiledModel, compiled_model
 from ...topology import Topology, balanced_tree, serial_chain
 from . import kernels as K
 from . import origin  # noqa: F401  (registers HDCA's compiled protocol)
@@ -50,7 +50,7 @@ class Hamiltonian:
         if precision not in DTYPES:
             from ...errors import UnknownNameError
             raise UnknownNameError("precision", precision, DTYPES)
-        self.model = model
+        self.model = model = compiled_model(model)
         self.precision = precision
         self.dtype = DTYPES[precision]
         _check_supported(model)

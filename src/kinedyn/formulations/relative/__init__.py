@@ -24,8 +24,9 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sps
 
+from ...errors import ModelError, coordinates
 from ...io.angles import unwrap
-from ...model.compiled import CompiledModel
+from ...model.compiled import CompiledModel, compiled_model
 from ...topology import Topology
 from ...topology.numbering import number_coordinates
 from . import kernels as K
@@ -49,7 +50,7 @@ class Relative:
     name = "relative"
 
     def __init__(self, model: CompiledModel, numbering: str = "branch"):
-        self.model = model
+        self.model = model = compiled_model(model)
         self.dim = model.dim
         self.topology = topo = Topology(model)
         self.tree = tree = JointTree(model, topo)
@@ -89,45 +90,47 @@ class Relative:
     # ---- evaluations from Python (dense, for tests and set-up) ---------------------------------
     def mass(self, q) -> np.ndarray:
         vals = np.zeros(len(self.data.mass_indices))
-        K.mass_values(self.data, self.make_work(), np.asarray(q, float), vals, True)
+        K.mass_values(self.data, self.make_work(), coordinates(self, q, "q"), vals, True)
         return sps.csr_matrix((vals, self.data.mass_indices, self.data.mass_indptr),
                               shape=(self.n_q, self.n_q)).toarray()
 
     def forces(self, q, qd, t: float = 0.0) -> np.ndarray:
         out = np.zeros(self.n_q)
-        K.force_values(self.data, self.make_work(), np.asarray(q, float),
-                       np.asarray(qd, float), float(t), out, True)
+        K.force_values(self.data, self.make_work(), coordinates(self, q, "q"),
+                       coordinates(self, qd, "qd"), float(t), out, True)
         return out
 
     def inverse_dynamics(self, q, qd, qdd, t: float = 0.0) -> np.ndarray:
         """tau = a qdd + b qd - f of the tree (no loop closure), by RNEA."""
         out = np.zeros(self.n_q)
-        K.inverse_dynamics(self.data, self.make_work(), *(np.asarray(x, float) for x in
-                                                          (q, qd, qdd)), float(t), out)
+        K.inverse_dynamics(self.data, self.make_work(), *(coordinates(self, x, name) for x, name
+                                                          in ((q, "q"), (qd, "qd"), (qdd, "qdd"))),
+                           float(t), out)
         return out
 
     def phi(self, q, t: float = 0.0) -> np.ndarray:
         out = np.zeros(self.n_c)
-        K.phi_rows(self.data, self.make_work(), np.asarray(q, float), float(t),
+        K.phi_rows(self.data, self.make_work(), coordinates(self, q, "q"), float(t),
                    np.arange(self.n_c), out)
         return out
 
     def phi_q(self, q, t: float = 0.0) -> np.ndarray:
         vals = np.zeros(len(self.data.jac_indices))
-        K.jacobian_rows(self.data, self.make_work(), np.asarray(q, float), float(t),
+        K.jacobian_rows(self.data, self.make_work(), coordinates(self, q, "q"), float(t),
                         np.arange(self.n_c), vals, True)
         return sps.csr_matrix((vals, self.data.jac_indices, self.data.jac_indptr),
                               shape=(self.n_c, self.n_q)).toarray()
 
     def phi_t(self, q, t: float = 0.0) -> np.ndarray:
         out = np.zeros(self.n_c)
-        K.phi_t_rows(self.data, self.make_work(), np.asarray(q, float), float(t),
+        K.phi_t_rows(self.data, self.make_work(), coordinates(self, q, "q"), float(t),
                      np.arange(self.n_c), out)
         return out
 
     def gamma(self, q, qd, t: float = 0.0) -> np.ndarray:
         out = np.zeros(self.n_c)
-        K.gamma_rows(self.data, self.make_work(), np.asarray(q, float), np.asarray(qd, float),
+        K.gamma_rows(self.data, self.make_work(), coordinates(self, q, "q"),
+                     coordinates(self, qd, "qd"),
                      float(t), np.arange(self.n_c), out, True)
         return out
 
@@ -135,6 +138,10 @@ class Relative:
     def _states(self, Q, QD, QDD):
         Q, QD, QDD = (np.atleast_2d(np.asarray(x, float)) for x in (Q, QD, QDD))
         m, n = len(Q), self.n_q
+        for name, X in (("Q", Q), ("QD", QD), ("QDD", QDD)):  # (read unchecked by the kernel)
+            if X.shape != (m, n):
+                raise ModelError(f"{name} needs {m} rows of {n} coordinates like Q, got shape "
+                                 f"{X.shape}")
         R, P = np.zeros((m, n, 3, 3)), np.zeros((m, n, 3))
         V, A = np.zeros((m, n, 6)), np.zeros((m, n, 6))
         T = np.zeros(m)

@@ -1,0 +1,86 @@
+"""API arguments of the wrong kind, length or value are named: nothing is read past the end of
+an array, evaluated as Python, or quietly rounded into another mechanism."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import kinedyn
+from kinedyn import ModelError
+
+
+def test_joint_coordinate_states_of_the_wrong_length_are_named():
+    """The relative formulation's compiled kernels do not check bounds: a 1-entry q used to
+    return a residual read from memory past its end (1.6e-310)."""
+    from kinedyn.formulations.relative import Relative
+    f = Relative(kinedyn.models.get("four-bar"))      # a System is compiled
+    q = f.q0
+    assert f.phi(q).shape == (2,) and f.mass(q).shape == (3, 3)
+    for call in (lambda: f.phi([0.1]), lambda: f.phi_q(np.r_[q, 0.0]), lambda: f.phi_t(q[:2]),
+                 lambda: f.mass([0.1] * 5), lambda: f.gamma(q, [0.0]),
+                 lambda: f.forces(q, np.zeros(2)),
+                 lambda: f.inverse_dynamics(q, np.zeros(3), np.zeros(4))):
+        with pytest.raises(ModelError, match=r"needs 3 finite numbers \(A.angle, B.angle, "
+                                             r"D.angle\), got shape"):
+            call()
+    with pytest.raises(ModelError, match=r"q needs 3 finite numbers .* non-finite"):
+        f.phi([np.nan, 0.0, 0.0])
+    with pytest.raises(ModelError, match=r"QD needs 2 rows of 3 coordinates like Q, got shape "
+                                         r"\(2, 2\)"):
+        f.energies(np.zeros((2, 3)), np.zeros((2, 2)))
+
+
+def test_analyses_take_a_system_and_name_anything_else():
+    from kinedyn.dynamics.hdca import HDCA
+    from kinedyn.formulations.relative import Relative
+    from kinedyn.symbolic import planar_coordinates
+    from kinedyn.topology import Topology
+    system = kinedyn.models.get("four-bar")
+    assert Topology(system).model.name == "four-bar"
+    assert Relative(system).n_q == 3 and planar_coordinates(system).n_q == 3
+    assert HDCA(kinedyn.models.get("double-pendulum")).h.n_j == 2
+    for make in (HDCA, Relative, Topology, planar_coordinates):
+        with pytest.raises(TypeError, match="expected a kinedyn System or CompiledModel"):
+            make("four-bar")
+
+
+def test_symbolic_inputs_are_parsed_not_evaluated():
+    """``driven`` parses its functions of time as model files do: a string of Python code is
+    refused (``sympify`` would have run it), an unknown symbol is named."""
+    from kinedyn.symbolic import planar_coordinates
+    eqs = planar_coordinates(kinedyn.models.get("four-bar-driven"))
+    assert eqs.driven({"crank.angle": "1 + 2*sin(t)"}).inputs[0] == 1 + 2 * sp.sin(
+        sp.Symbol("t", real=True))
+    with pytest.raises(ModelError, match=r"inputs\['crank.angle'\]: function "
+                                         r"\"__import__\('os'\).system\" is not allowed"):
+        eqs.driven({"crank.angle": "__import__('os').system('echo unsafe')"})
+    with pytest.raises(ModelError, match="unknown name 'x'"):
+        eqs.driven({"crank.angle": "x*t"})
+    with pytest.raises(ModelError, match="symbols other than t: x"):
+        eqs.driven({"crank.angle": sp.Symbol("x") * sp.Symbol("t", real=True)})
+    for independent in ([99], [-1], [0, 0]):
+        with pytest.raises(ModelError, match="independent coordinates are names or indices 0 "
+                                             "to 2, each once"):
+            eqs.with_independent(independent)
+
+
+def test_symbolic_tolerances_and_time_limits_are_checked():
+    """A NaN tolerance is met by any fraction (it rounded a 0.123 m crank to 0: another
+    mechanism), a negative one by none (the search never ended)."""
+    from kinedyn.symbolic import make_plan, planar_coordinates, rationalise
+    from kinedyn.symbolic.groebner import groebner_basis
+    model = kinedyn.models.get("four-bar-driven").compile({"crank_length": 0.1234567891234})
+    with pytest.raises(ModelError, match="tol must be a finite number of at least 0, got nan"):
+        planar_coordinates(model, tol=float("nan"))
+    with pytest.raises(ModelError, match="tol must be a finite number of at least 0, got -1"):
+        rationalise(3.14159265, tol=-1)
+    assert abs(float(rationalise(0.1234567891234)) - 0.1234567891234) <= 1e-12
+    eqs = planar_coordinates(model)
+    with pytest.raises(ModelError, match="time_limit must be a finite number above 0, got nan"):
+        make_plan(eqs, time_limit=float("nan"))
+    x = sp.Symbol("x")
+    with pytest.raises(ModelError, match="time_limit must be a finite number above 0"):
+        groebner_basis([x], [x], time_limit=0)
+    with pytest.raises(ModelError, match=r"generators must be SymPy symbols, got \['x'\]"):
+        groebner_basis([x], ["x"])
