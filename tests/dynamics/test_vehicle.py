@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import kinedyn
+from kinedyn import ModelError
 from kinedyn.dynamics.vehicle import ISO3888, LaneChange, path_y
 from kinedyn.formulations.relative import Relative
 from kinedyn.models.vehicle import vehicle
@@ -68,3 +69,20 @@ def test_lane_change_follows_path_and_solvers_agree(f):
     assert np.abs(ch["speed"] - 80 / 3.6).max() < 1.0
     for s, r in runs.items():
         assert np.allclose(r.q, ref.q, atol=1e-8), s
+
+
+def test_bad_lane_change_settings_are_named(f):
+    for kwargs, message in (({"speed": float("nan")}, "speed must be a finite number"),
+                            ({"preview": 0.0}, "preview must be a finite number above 0"),
+                            ({"tyre": {"zz": 1}}, "tyre: unknown setting"),
+                            ({"tyre": {"mu": -1}}, "tyre mu must be a finite number above 0")):
+        with pytest.raises(ModelError, match=message):
+            LaneChange(f, **kwargs)
+    lc = LaneChange(f, speed=0.0, gain=0.0)
+    for args, message in (((0.012, 0.0), "need dt > 0"), ((-1.0, 1e-3), "need dt > 0"),
+                          ((0.0005, 1.2e-3), "longer than the simulated interval"),
+                          ((float("nan"), 1e-3), "t_end must be a finite number")):
+        with pytest.raises(ModelError, match=message):
+            lc.run(*args)
+    with pytest.raises(ModelError, match="record_every must be a finite whole number"):
+        lc.run(0.012, 1.2e-3, record_every=2.5)

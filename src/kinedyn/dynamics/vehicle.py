@@ -35,6 +35,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from ..errors import ModelError, check_number, run_steps
 from ..formulations import protocol
 from ..formulations.relative import Relative
 from ..formulations.relative.data import to_link
@@ -250,9 +251,20 @@ class LaneChange:
         m = f.model
         names = f.coordinate_names
         self.f = f
-        self.base = RelativeDynamics(f, solver=solver, integrator="euler")
+        for name, value in {"preview": preview, "omega_a": omega_a}.items():
+            check_number(name, value, above=True)
+        for name, value in {"speed": speed, "gain": gain, "k_v": k_v, "arm": arm}.items():
+            check_number(name, value)
         tp = dict(k=2.0e5, c=800.0, mu=0.9, By=10.0, Cy=1.3, Bx=12.0, Cx=1.65, inertia=1.0,
-                  v_min=1.0, **(tyre or {}))
+                  v_min=1.0)
+        unknown = sorted(set(tyre or {}) - set(tp))
+        if unknown:
+            raise ModelError(f"tyre: unknown setting(s) {', '.join(map(repr, unknown))}; "
+                             f"settings: {', '.join(tp)}")
+        tp.update(tyre or {})
+        for name, value in tp.items():
+            check_number(f"tyre {name}", value, above=True)
+        self.base = RelativeDynamics(f, solver=solver, integrator="euler")
         links, centres, axes, r0 = [], [], [], []
         g = -m.gravity[2]
         static = self._static_loads(f, g)
@@ -296,7 +308,11 @@ class LaneChange:
         return [front, front, rear, rear]
 
     def run(self, t_end: float = 10.0, dt: float = 1.2e-3, record_every: int = 10):
-        n_steps = int(round(t_end / dt))
+        """The manoeuvre from t = 0 in the nearest whole number of steps to ``t_end`` (the
+        paper's 10 s at 1.2 ms: 8333 steps, so no warning that dt or ``record_every`` does
+        not divide them)."""
+        n_steps = run_steps(0.0, t_end, dt, warn=False)
+        check_number("record_every", record_every, 1, whole=True)
         y = self.y0.copy()
         out = np.zeros((n_steps // record_every + 1, len(y)))
         scratch = I.make_scratch(len(y))
