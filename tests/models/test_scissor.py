@@ -45,3 +45,14 @@ def test_bad_names():
         get("scissor-platform-2x1")
     with pytest.raises(UnknownNameError, match="scissor-platform-<legs>x<stages>"):
         get("scissor-platform-6")
+
+
+def test_family_members_beyond_the_size_limit_are_refused_before_building():
+    """A mistyped size would have exhausted the memory before saying anything."""
+    with pytest.raises(ModelError, match=r"scissor-platform-100000000x100000000 would have "
+                                         r"20,000,000,200,000,001 bodies; the model families are "
+                                         r"built up to 100,000"):
+        get("scissor-platform-100000000x100000000")
+    with pytest.raises(ModelError, match="cart-pendulum-100000000000 would have"):
+        get("cart-pendulum-100000000000")
+    assert len(get("cart-pendulum-3").bodies) == 4

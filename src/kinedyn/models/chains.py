@@ -14,6 +14,7 @@ import math
 
 from ..errors import ModelError
 from ..model import System
+from .limits import check_size
 from .planar import G
 
 
@@ -26,6 +27,7 @@ def cart_pendulum(n: int = 4, *, link_length: float = 1.0, link_mass: float = 0.
     if int(n) != n or n < 1:
         raise ModelError(f"cart-pendulum needs a positive whole number of links, got {n!r}")
     n = int(n)
+    check_size(f"cart-pendulum-{n}", n + 1)
     s = System(f"cart-pendulum-{n}", dim=2, gravity=[0, "-g"],
                description=f"Cart on a slider carrying a {n}-link pendulum chain.")
     for name, value, text in (("link_length", link_length, "length of each link (m)"),

@@ -37,6 +37,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..model import System
+from .limits import check_size
 from .planar import G
 from .stewart import SP_HANDLE, SP_STICK, _frame_from_z, _matrix, _r
 
@@ -66,6 +67,7 @@ def scissor_platform(legs: int = 6, stages: int = 1, g: float = G) -> System:
     """Platform with ``legs`` handle-tongs-stick legs of ``stages``-stage scissor chains."""
     if legs < 3 or stages < 0:
         raise ModelError(f"scissor-platform needs legs >= 3 and stages >= 0, got {legs}x{stages}")
+    check_size(f"scissor-platform-{legs}x{stages}", legs * (2 * stages + 2) + 1)
     hs = TONGS_HEIGHT / max(stages, 1)   # stage height
     c = hs / 2                           # half base width: bars cross at right angles
     bar = math.hypot(2 * c, hs)
