@@ -36,6 +36,16 @@ def test_hold_keeps_the_stewart_platform_at_rest(tmp_path):
     assert s["degrees_of_freedom"] == 6
 
 
+def test_plot_channels_are_checked_before_the_run(tmp_path, capsys):
+    """An unknown --plot channel is named before the run (it used to run and write everything
+    first); reaction and effort channels, computed after the run, are not pre-checked."""
+    out = tmp_path / "run"
+    assert main(["simulate", "four-bar", "--t-end", "0.1", "--dt", "1e-3", "--plot", "nosuch",
+                 "--no-progress", "--out", str(out)]) == 2
+    assert "--plot: unknown channel 'nosuch'" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_bad_options_are_named(capsys):
     assert main(["simulate", "four-bar", "--t-end", "0.1", "--dt", "1e-3",
                  "--record-every", "0"]) == 2

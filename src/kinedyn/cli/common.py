@@ -97,3 +97,13 @@ def progress_bar(description: str, enabled: bool = True):
         def update(done, total):
             bar.update(task, completed=done, total=total)
         yield update
+
+
+def check_plot(patterns, names) -> None:
+    """``--plot`` patterns checked against the channel ``names`` a run will record, before
+    the run (a ModelError at ``--plot`` naming the pattern that matches none)."""
+    from ..io.results import Results
+    try:
+        Results([0.0], dict.fromkeys(names)).select(patterns)
+    except ModelError as err:
+        raise err.at(location="--plot") from None

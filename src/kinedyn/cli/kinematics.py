@@ -9,8 +9,8 @@ acceleration level).
 from __future__ import annotations
 
 from ..errors import ModelError, run_steps
-from .common import (add_model_argument, compile_model, output_dir, parameters, positive_float,
-                     progress_bar, warnings_printed)
+from .common import (add_model_argument, check_plot, compile_model, output_dir, parameters,
+                     positive_float, progress_bar, warnings_printed)
 
 
 def register(sub) -> None:
@@ -72,7 +72,6 @@ def check_times(t0: float, t_end: float, dt: float) -> int:
 
 
 def run(args) -> int:
-    from ..io.results import Results
     from ..kinematics import Kinematics
     from ..kinematics.results import channel_names
     from ..viz.plots import plot_channels, plot_log
@@ -88,12 +87,7 @@ def run(args) -> int:
                          strategy=args.strategy, threads=args.threads, retune=args.retune)
     if kin.tuning is not None:
         print(kin.tuning)
-    if args.plot:  # check the requested channels before the run
-        names = channel_names(kin.f)
-        try:
-            Results([args.t0], dict.fromkeys(names)).select(args.plot)
-        except ModelError as err:
-            raise err.at(location="--plot") from None
+    check_plot(args.plot, channel_names(kin.f))
     out = output_dir(args.out, f"results/{model.name}-kinematics")
     with warnings_printed(), progress_bar(f"{model.name}: {steps} steps",
                                           enabled=not args.no_progress) as update:

@@ -15,8 +15,8 @@ factor, max residuals, energy drift) and PNG plots of the energies, the residual
 from __future__ import annotations
 
 from ..errors import ModelError, run_steps
-from .common import (add_model_argument, load_system, output_dir, parameters, positive_float,
-                     progress_bar, warnings_printed)
+from .common import (add_model_argument, check_plot, load_system, output_dir, parameters,
+                     positive_float, progress_bar, warnings_printed)
 
 METHODS = ("augmented", "projection", "partitioning", "penalty", "index3", "hdca", "embedded")
 INTEGRATORS = ("euler", "semi-implicit-euler", "rk4", "reference")
@@ -70,6 +70,7 @@ def _model(args):
 
 def run(args) -> int:
     from ..dynamics import Dynamics
+    from ..dynamics.results import channel_names
     from ..viz.plots import plot_channels, plot_log
     if args.record_every < 1:
         raise ModelError(f"--record-every must be at least 1, got {args.record_every}")
@@ -79,6 +80,9 @@ def run(args) -> int:
     with warnings_printed():
         dyn = Dynamics(model, method=args.method, integrator=integrator, solver=args.solver,
                        baumgarte=tuple(args.baumgarte), hht_alpha=args.hht_alpha)
+    # reactions and efforts are computed after the run, for the joints the model has
+    check_plot([p for p in args.plot if not p.startswith(("reaction", "effort"))],
+               channel_names(dyn.f))
     out = output_dir(args.out, f"results/{model.name}-dynamics")
     with warnings_printed(), progress_bar(
             f"{model.name}: {steps} steps", enabled=not args.no_progress) as update:

@@ -12,6 +12,14 @@ from . import integrators as I
 from .evaluate import state_derivatives
 
 
+def channel_names(f) -> list[str]:
+    """Names of the channels a dynamic run with formulation ``f`` records (before reactions),
+    known before running it (to check user requests early)."""
+    q, z = f.q0[None], np.zeros((1, f.n_q))
+    return (list(f.observables(q, z, z)) + [f"energy.{k}" for k in (*f.energies(q, z), "total")]
+            + ["residual.position", "residual.velocity"])
+
+
 def _conserves_energy(f) -> bool:
     """True for a model whose total energy (kinetic, gravity, springs) is constant: no
     drivers, dampers, applied forces or actuators."""
