@@ -84,3 +84,33 @@ def test_symbolic_tolerances_and_time_limits_are_checked():
         groebner_basis([x], [x], time_limit=0)
     with pytest.raises(ModelError, match=r"generators must be SymPy symbols, got \['x'\]"):
         groebner_basis([x], ["x"])
+
+
+def test_results_name_requests_they_cannot_serve(tmp_path):
+    """One pattern may be a plain string (it was split into characters: "unknown channel
+    'j'"); an empty plot, an unknown file format and a channel that is not a name are named."""
+    from kinedyn.io.results import Results
+    from kinedyn.viz.plots import plot_channels
+    res = Results(np.arange(3.0), {"joint.A.angle": np.zeros(3), "joint.B.angle": np.ones(3)})
+    assert res.select("joint.A.angle") == ["joint.A.angle"]
+    assert res.select(["joint.*"]) == ["joint.A.angle", "joint.B.angle"]
+    assert plot_channels(res, "joint.A.angle", tmp_path / "a.png").stat().st_size > 1000
+    with pytest.raises(ModelError, match="no channels to plot"):
+        plot_channels(res, [], tmp_path / "b.png")
+    with pytest.raises(ModelError, match=r"unknown result format\(s\) 'xlsx'; formats: 'csv', "
+                                         r"'npz'"):
+        res.save(tmp_path, formats=("xlsx",))
+    assert [p.name for p in res.save(tmp_path, formats="csv")] == ["results.csv", "summary.json"]
+    with pytest.raises(TypeError, match="a channel name is a string, got None"):
+        res.channel(None)
+
+
+def test_info_goes_on_where_the_sparsity_section_does_not_apply(tmp_path, capsys):
+    """The relative coordinates take no pose driver: the section says so and the command
+    ends normally, as --groups does on a model it cannot decompose."""
+    from kinedyn.cli import main
+    assert main(["info", "stewart-paper", "--sparsity", "--no-graph", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert ("sparsity of the relative-coordinate matrices: not available (drivers[0]: driver "
+            "'terminal_pose': pose drivers are not supported" in out)
+

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UnknownNameError
+from ..errors import ModelError, UnknownNameError
 
 
 class Results:
@@ -38,6 +38,8 @@ class Results:
         return [n for n in self.channels if fnmatch.fnmatchcase(n, pattern)]
 
     def channel(self, name: str) -> np.ndarray:
+        if not isinstance(name, str):
+            raise TypeError(f"a channel name is a string, got {name!r}")
         try:
             return self.channels[name]
         except KeyError:
@@ -46,7 +48,8 @@ class Results:
 
     def select(self, patterns) -> list[str]:
         """Channel names matching any of the glob ``patterns`` (errors for a pattern that
-        matches nothing)."""
+        matches nothing; one pattern may be given as a plain string)."""
+        patterns = [patterns] if isinstance(patterns, str) else list(patterns)
         out = []
         for p in patterns:
             hits = self.names(p)
@@ -56,6 +59,12 @@ class Results:
         return out
 
     def save(self, out_dir, formats=("csv", "npz")) -> list[Path]:
+        """Write ``results.csv`` and/or ``results.npz`` (``formats``) and ``summary.json``."""
+        formats = [formats] if isinstance(formats, str) else list(formats)
+        unknown = [f for f in formats if f not in ("csv", "npz")]
+        if unknown:
+            raise ModelError(f"unknown result format(s) {', '.join(map(repr, unknown))}; "
+                             "formats: 'csv', 'npz'")
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         written = []

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import ModelError
+
 
 def _figure(n_axes: int):
     import matplotlib
@@ -23,6 +25,8 @@ def plot_channels(results, patterns, path, title: str | None = None, *,
     velocities; at most ``per_axis`` curves share an axis. Returns the PNG path.
     """
     names = results.select(patterns)
+    if not names:
+        raise ModelError("no channels to plot: give at least one channel name or pattern")
     groups: dict[str, list[str]] = {}
     for n in names:
         suffix = "_dd" if n.endswith("_dd") else "_d" if n.endswith("_d") else ""

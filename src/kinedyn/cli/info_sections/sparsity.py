@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import ModelError
+
 
 def add_arguments(parser) -> None:
     parser.add_argument("--sparsity", action="store_true",
@@ -73,4 +75,7 @@ def _draw(pats, path, title):
 def render(ctx) -> str | None:
     if not getattr(ctx.args, "sparsity", False):
         return None
-    return show_sparsity(ctx.model, ctx.picture("sparsity"))
+    try:
+        return show_sparsity(ctx.model, ctx.picture("sparsity"))
+    except ModelError as e:  # e.g. a pose driver: the other sections still print
+        return f"sparsity of the relative-coordinate matrices: not available ({e})"
