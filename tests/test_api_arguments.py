@@ -114,3 +114,27 @@ def test_info_goes_on_where_the_sparsity_section_does_not_apply(tmp_path, capsys
     assert ("sparsity of the relative-coordinate matrices: not available (drivers[0]: driver "
             "'terminal_pose': pose drivers are not supported" in out)
 
+
+
+def test_hdca_and_joint_coordinate_settings_are_named():
+    from kinedyn.dynamics.hdca import HDCA
+    from kinedyn.dynamics.relative import RelativeDynamics
+    from kinedyn.errors import UnknownNameError
+    from kinedyn.formulations.relative import Relative
+    pendulum = kinedyn.models.get("double-pendulum").compile()
+    with pytest.raises(UnknownNameError, match="unknown precision 'float16'; known: float32"):
+        HDCA(pendulum, precision="float16")
+    with pytest.raises(ModelError, match="threads must be a finite whole number of at least 1, "
+                                         "got 2.5"):
+        HDCA(pendulum, parallel=True, threads=2.5)
+    with pytest.raises(ModelError, match=r"q0 and p0 need 2 finite numbers \(joints shoulder, "
+                                         r"elbow\)"):
+        HDCA(pendulum, q0=[np.nan, 0.0])
+    f = Relative(pendulum)
+    with pytest.raises(ModelError, match=r"baumgarte needs two numbers \(alpha, beta\), got "
+                                         r"\(1.0,\)"):
+        RelativeDynamics(f, baumgarte=(1.0,))
+    with pytest.raises(ModelError, match="baumgarte beta must be a finite number"):
+        RelativeDynamics(f, baumgarte=(1.0, np.nan))
+    with pytest.raises(ModelError, match="t0 must be a finite number, got nan"):
+        RelativeDynamics(f, t0=np.nan)

@@ -158,6 +158,15 @@ def check_number(name: str, value, low: float = 0.0, *, above: bool = False,
                          f"got {value!r}")
 
 
+def check_baumgarte(baumgarte) -> tuple[float, float]:
+    """Baumgarte's ``(alpha, beta)`` (1/s), two finite numbers >= 0, as floats."""
+    if not (isinstance(baumgarte, (tuple, list)) and len(baumgarte) == 2):
+        raise ModelError(f"baumgarte needs two numbers (alpha, beta), got {baumgarte!r}")
+    for name, value in zip(("alpha", "beta"), baumgarte):
+        check_number(f"baumgarte {name}", value)
+    return float(baumgarte[0]), float(baumgarte[1])
+
+
 def run_steps(t0: float, t_end: float, dt: float, limit: int = 10**9, warn: bool = True) -> int:
     """The number of whole steps of ``dt`` from ``t0`` to ``t_end`` (the nearest: every run
     counts them so), or a :class:`ModelError` when the times are not finite numbers, the interval

@@ -86,3 +86,19 @@ def test_dynamics_run_that_is_inaccurate_warns():
         rrr = Dynamics(get("3-rrr").compile(), method="projection").simulate(
             3.0, 1e-3, record_every=10)
     assert rrr.summary["energy"]["max_relative_drift"] > 0.5  # the torques' work
+
+
+def test_a_short_run_that_blows_up_warns(pendulum):
+    """Runs under 100 steps are not judged on their energy drift (a first step from rest
+    errs by the energy it starts), but a kinetic energy beyond what the initial energy and
+    gravity can supply is wrong at any length: RK4 at dt = 0.3 s on the HDCA four-bar reached
+    9e99 J in 3 steps, with only a closure warning."""
+    from kinedyn.models import get as model
+    with pytest.warns(AccuracyWarning, match=r"HDCA: the kinetic energy reached .* more than 10 "
+                                             r"times the .* J its initial energy and gravity can "
+                                             r"supply"):
+        HDCA(model("four-bar").compile()).simulate(0.9, 0.3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AccuracyWarning)
+        HDCA(pendulum).simulate(0.05, 1e-3)   # 50 steps from rest: judged and fine
+        Dynamics(pendulum, method="projection").simulate(0.05, 1e-3)

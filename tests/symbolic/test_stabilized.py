@@ -154,3 +154,24 @@ def test_gough_stewart_baselines_follow_the_embedded_run():
         for name in ref.names("body.platform.*"):
             if not name.endswith("_dd"):
                 assert np.abs(res.channel(name) - ref.channel(name)).max() <= 2e-3, name
+
+
+def test_run_times_and_factors_are_checked_as_every_run_does(slider):
+    """The generated-code runs share the times check of the other runs (an infinite end
+    overflowed, a tiny dt tried to allocate petabytes, dt = 0 divided by zero) and the
+    stabilisation factors are checked (beta = NaN failed later, blamed on a joint)."""
+    emb, baumgarte, _ = slider
+    for run in (emb.simulate, baumgarte.simulate):
+        for args, message in (((float("inf"), 0.01), "t_end must be a finite number"),
+                              ((0.1, 0.0), "need dt > 0"),
+                              ((1e6, 1e-9), "limit 1e\\+09")):
+            with pytest.raises(ModelError, match=message):
+                run(*args)
+        with pytest.warns(UserWarning, match="dt = 0.03 s does not divide"):
+            assert run(0.1, 0.03).time[-1] == pytest.approx(0.09)
+    for kwargs, message in (({"beta": float("nan")}, "beta must be a finite number"),
+                            ({"alpha": -1}, "alpha must be a finite number of at least 0"),
+                            ({"rho": 0}, "rho must be a finite number above 0"),
+                            ({"iterations": 1.5}, "penalty iterations must be a finite whole")):
+        with pytest.raises(ModelError, match=message):
+            StabilizedDynamics(emb, **kwargs)

@@ -26,14 +26,16 @@ from typing import NamedTuple
 import numpy as np
 
 from .._memory import resident_zeros
-from ..errors import ModelError, SolverError, record_interval, run_steps
-from ..formulations.hamiltonian import Hamiltonian
+from ..errors import (ModelError, SolverError, UnknownNameError, check_number, record_interval,
+                      run_steps)
+from ..formulations.hamiltonian import DTYPES, Hamiltonian
 from ..formulations.hamiltonian import natural_map as NM
 from ..formulations import protocol
 from ..formulations.hamiltonian.kernels import evaluate_state, evaluate_state_momenta
 from ..formulations.hamiltonian.origin import calc_momenta
 from ..io.angles import unwrap
 from ..io.results import Results
+from ..parallel.team import MAX_WORKERS
 from . import integrators as I
 
 
@@ -53,6 +55,13 @@ class HDCA:
 
     def __init__(self, model, *, integrator: str = "rk4", precision: str = "float64",
                  parallel: bool = False, threads: int = 2, q0=None, p0=None):
+        if precision not in DTYPES:
+            raise UnknownNameError("precision", precision, DTYPES)
+        if parallel:
+            check_number("threads", threads, 1, whole=True)
+            if threads > MAX_WORKERS:
+                raise ModelError(f"at most {MAX_WORKERS} threads (a team's workers), got "
+                                 f"{threads}")
         self.h = model if isinstance(model, Hamiltonian) else Hamiltonian(model)
         self.integrator = integrator
         self.integrator_code = I.integrator_code(integrator)
@@ -66,8 +75,9 @@ class HDCA:
         n = self.h.n_j
         q = self.h.q0 if q0 is None else np.asarray(q0, float)
         p = np.zeros(n) if p0 is None else np.asarray(p0, float)
-        if q.shape != (n,) or p.shape != (n,):
-            raise ModelError(f"q0 and p0 need {n} entries (joints {', '.join(self.h.joint_names)})")
+        if q.shape != (n,) or p.shape != (n,) or not np.isfinite([q, p]).all():
+            raise ModelError(f"q0 and p0 need {n} finite numbers (joints "
+                             f"{', '.join(self.h.joint_names)}), got {q!r} and {p!r}")
         self.y0 = np.concatenate([q, p]).astype(dt)
 
     def simulate(self, t_end: float, dt: float, *, record_every: int = 1, t0: float = 0.0):
@@ -133,7 +143,8 @@ class HDCAResults(Results):
         I.warn_if_inaccurate("HDCA", run.integrator, dt, n_steps, self.energy["kinetic"],
                              summary["energy"]["max_drift"],
                              summary.get("max_loop_closure", {}).get("position", 0.0),
-                             _size(h.model))
+                             _size(h.model), supply=I.kinetic_supply(
+                                 h.model, self.energy["kinetic"][0], 0.0, _size(h.model)))
         super().__init__(times, None, summary)
         self.h = h
 

@@ -69,16 +69,26 @@ CLOSURE_WARNING = 1e-3
 ENERGY_MIN_STEPS = 100
 
 
+def kinetic_supply(model, kinetic0: float, spring0: float, size: float) -> float:
+    """The most kinetic energy a run of ``model`` that conserves energy can reach: the initial
+    kinetic and spring energy plus the work of gravity on all its mass over twice its ``size``
+    (no body falls farther). A run beyond it has blown up, however short."""
+    weight = float(np.sum(model.body_mass[1:]) * np.linalg.norm(model.gravity))
+    return float(kinetic0) + float(spring0) + weight * 2.0 * size
+
+
 def warn_if_inaccurate(who: str, integrator: str, dt: float, steps: int, kinetic: np.ndarray,
                        drift: float | None = None, closure: float = 0.0,
-                       size: float = 1.0, remedy: str = "") -> None:
+                       size: float = 1.0, remedy: str = "",
+                       supply: float | None = None) -> None:
     """An :class:`~kinedyn.errors.AccuracyWarning` for a finite run whose numbers are wrong
     anyway: its energy changed by more than :data:`ENERGY_WARNING` of its largest kinetic
     energy although the model conserves it (``drift``: the largest change; None for a model
     that does not conserve energy; runs of fewer than :data:`ENERGY_MIN_STEPS` steps are not
     judged), or its constraints are violated by more than :data:`CLOSURE_WARNING` of the
     mechanism's ``size`` (``closure``: the largest violation; methods that do not enforce the
-    positions let them drift; ``remedy``: what else helps then)."""
+    positions let them drift; ``remedy``: what else helps then). A run of any length whose
+    kinetic energy exceeds ten times its ``supply`` (:func:`kinetic_supply`) warns too."""
     from ..errors import AccuracyWarning
     scale = float(np.max(kinetic, initial=0.0))
     found = []
@@ -86,6 +96,9 @@ def warn_if_inaccurate(who: str, integrator: str, dt: float, steps: int, kinetic
             and drift > ENERGY_WARNING * scale):
         found.append(f"the energy changed by {drift:.3g} J, {drift / scale:.0%} of the largest "
                      f"kinetic energy ({scale:.3g} J), in a run that conserves it")
+    elif drift is not None and supply is not None and scale > 10.0 * supply:
+        found.append(f"the kinetic energy reached {scale:.3g} J, more than 10 times the "
+                     f"{supply:.3g} J its initial energy and gravity can supply")
     apart = closure > CLOSURE_WARNING * size
     if apart:
         found.append(f"the constraints are violated by up to {closure:.3g}, more than "

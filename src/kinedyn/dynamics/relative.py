@@ -15,13 +15,15 @@ True
 """
 from __future__ import annotations
 
+import math
 import time as _time
 from typing import NamedTuple
 
 import numba as nb
 import numpy as np
 
-from ..errors import UnknownNameError, record_interval, run_steps
+from ..errors import (UnknownNameError, check_baumgarte, check_number, record_interval,
+                      run_steps)
 from ..formulations import protocol
 from ..formulations.relative import kernels as RK
 from ..kinematics.analysis import assemble, coordinates
@@ -124,6 +126,8 @@ class RelativeDynamics:
                  baumgarte=(0.0, 0.0), q0=None, qd0=None, t0: float = 0.0):
         if solver not in LR.SOLVERS[:4]:
             raise UnknownNameError("relative-coordinate solver", solver, LR.SOLVERS[:4])
+        baumgarte = check_baumgarte(baumgarte)
+        check_number("t0", t0, -math.inf)
         self.f = f
         self.solver_name = solver
         self.integrator = integrator

@@ -72,7 +72,9 @@ class DynamicResults(Results):
             I.mechanism_size(f),
             "" if dyn.method in ("projection", "partitioning", "index3", "embedded") else
             ", or a method that keeps the positions on the constraints (projection, "
-            "partitioning)")
+            "partitioning)",
+            supply=I.kinetic_supply(f.model, E["kinetic"][0], E["spring"][0],
+                                    I.mechanism_size(f)))
         if dyn.method == "augmented" and any(dyn.baumgarte):
             summary["baumgarte"] = list(dyn.baumgarte)
         if dyn.method == "penalty":

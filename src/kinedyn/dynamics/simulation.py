@@ -17,8 +17,8 @@ import scipy.linalg as sla
 import scipy.sparse as sps
 
 from .._memory import resident_zeros
-from ..errors import (ModelError, SolverError, UnknownNameError, check_iteration_settings,
-                      check_number, record_interval, run_steps)
+from ..errors import (ModelError, SolverError, UnknownNameError, check_baumgarte,
+                      check_iteration_settings, check_number, record_interval, run_steps)
 from ..formulations import protocol
 from ..kinematics import kernels as K
 from ..kinematics.analysis import (assemble, blas_threads, constraint_jacobian, coordinates,
@@ -155,11 +155,7 @@ class Dynamics:
                                 if method != "index3" and integrator != "reference" else -1)
         check_iteration_settings(tol, max_iter)
         self.tol, self.max_iter = float(tol), int(max_iter)
-        if not (isinstance(baumgarte, (tuple, list)) and len(baumgarte) == 2):
-            raise ModelError(f"baumgarte needs two numbers (alpha, beta), got {baumgarte!r}")
-        for name, value in zip(("alpha", "beta"), baumgarte):
-            check_number(f"baumgarte {name}", value)
-        self.baumgarte = tuple(float(x) for x in baumgarte)
+        self.baumgarte = check_baumgarte(baumgarte)
         self.penalty = _penalty_settings(penalty)
         check_number("hht_alpha", hht_alpha, -np.inf)  # its range: HHT's own check (index3)
         self.hht_alpha = float(hht_alpha)

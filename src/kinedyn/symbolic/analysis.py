@@ -14,7 +14,7 @@ import time as _time
 import numpy as np
 import sympy as sp
 
-from ..errors import AssemblyError, ConvergenceError, ModelError, UnknownNameError
+from ..errors import AssemblyError, ConvergenceError, ModelError, UnknownNameError, run_steps
 from ..io.angles import unwrap
 from ..io.results import Results
 from ..model.compiled import CompiledModel
@@ -97,9 +97,7 @@ class TriangularKinematics:
         self.simulate(0.0, 1.0, _warm=True)
 
     def simulate(self, t_end: float, dt: float, *, t0: float = 0.0, _warm: bool = False) -> Results:
-        if not dt > 0 or not (t_end > t0 or _warm):
-            raise ModelError(f"need dt > 0 and t_end > t0, got dt={dt}, t0={t0}, t_end={t_end}")
-        n = int(round((t_end - t0) / dt)) + 1
+        n = 1 if _warm else run_steps(t0, t_end, dt) + 1  # (the warm-up: no step)
         times = t0 + dt * np.arange(n)
         sys_ = self.system
         Q, QD, QDD = (np.zeros((n, sys_.n_q)) for _ in range(3))

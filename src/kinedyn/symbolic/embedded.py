@@ -20,7 +20,7 @@ import time as _time
 import numpy as np
 import sympy as sp
 
-from ..errors import ModelError, SingularConfigurationError, SolverError
+from ..errors import ModelError, SingularConfigurationError, SolverError, run_steps
 from ..io.results import Results
 from ..model.compiled import FRAME_CODE, CompiledModel
 from .analysis import _channels, _known, _planar_options, coordinates
@@ -275,9 +275,7 @@ class EmbeddedDynamics:
         integrator = self.integrator if integrator is None else integrator
         _known("integrator", integrator, INTEGRATORS)
         repartition = self.repartition if repartition is None else bool(repartition)
-        n_steps = int(round(t_end / dt))
-        if not dt > 0 or (n_steps < 1 and not _warm):
-            raise ModelError(f"need dt > 0 and t_end >= dt, got dt={dt}, t_end={t_end}")
+        n_steps = 0 if _warm else run_steps(0.0, t_end, dt)  # (the warm-up: no step)
         times = dt * np.arange(n_steps + 1)
         n = self.system.n_q
         Q, QD, QDD = (np.zeros((n_steps + 1, n)) for _ in range(3))

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ModelError, SolverError
+from ..errors import ModelError, SolverError, check_number, run_steps
 from ..io.results import Results
 from .analysis import _channels
 from .codegen import build_module
@@ -49,8 +49,11 @@ class StabilizedDynamics:
                  iterations: int = 1, **embedded_options):
         if method not in METHODS:
             raise ModelError(f"unknown stabilisation method {method!r}; known: {', '.join(METHODS)}")
-        if int(iterations) < 1:
-            raise ModelError(f"penalty iterations must be >= 1, got {iterations}")
+        for name, value in {"alpha": alpha, "beta": beta, "zeta": zeta}.items():
+            check_number(name, value)
+        for name, value in {"rho": rho, "omega": omega}.items():
+            check_number(name, value, above=True)
+        check_number("penalty iterations", iterations, 1, whole=True)
         emb = source if isinstance(source, EmbeddedDynamics) else \
             EmbeddedDynamics(source, integrator="euler", **embedded_options)
         self.embedded, self.system = emb, emb.system
@@ -64,7 +67,7 @@ class StabilizedDynamics:
         self.generation_seconds = _time.perf_counter() - start
 
     def _run(self, t_end: float, dt: float):
-        n_steps = int(round(t_end / dt))
+        n_steps = int(round(t_end / dt))  # (0 for the warm-up; checked by the callers)
         times = dt * np.arange(n_steps + 1)
         n = self.system.n_q
         Q, QD, QDD = (np.zeros((n_steps + 1, n)) for _ in range(3))
@@ -86,9 +89,8 @@ class StabilizedDynamics:
     def simulate(self, t_end: float, dt: float) -> Results:
         """Explicit-Euler run; channels as :class:`EmbeddedDynamics` plus
         ``residual.velocity`` (max |Phi'|)."""
-        if not dt > 0 or int(round(t_end / dt)) < 1:
-            raise ModelError(f"need dt > 0 and t_end >= dt, got dt={dt}, t_end={t_end}")
-        k, times, (Q, QD, QDD, res, vres, energy), wall = self._run(t_end, dt)
+        k, times, (Q, QD, QDD, res, vres, energy), wall = self._run(
+            run_steps(0.0, t_end, dt) * dt, dt)
         if k >= 0:
             r = np.zeros(self.system.n_c)          # worst constraints at the last good state
             mod, q = self.embedded.generated.module, Q[max(k - 1, 0)]
