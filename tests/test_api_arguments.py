@@ -138,3 +138,40 @@ def test_hdca_and_joint_coordinate_settings_are_named():
         RelativeDynamics(f, baumgarte=(1.0, np.nan))
     with pytest.raises(ModelError, match="t0 must be a finite number, got nan"):
         RelativeDynamics(f, t0=np.nan)
+
+
+def test_builder_names_gravity_and_user_force_points_of_the_wrong_kind():
+    for gravity, shown in ((9.81, "9.81"), ("0,-9.81", "'0,-9.81'")):
+        with pytest.raises(ModelError, match=f"gravity: expected a list of 2 numbers, got "
+                                             f"{shown}"):
+            kinedyn.System("x", dim=2, gravity=gravity).compile()
+    with pytest.raises(ModelError, match="user force 'u': points are \\(body, point\\) pairs, "
+                                         "got 'link'"):
+        kinedyn.models.get("four-bar").add_user_force("u", "link", lambda *a: None)
+
+
+def test_validate_names_the_model_a_parameter_does_not_fit(capsys):
+    from kinedyn.cli import main
+    assert main(["validate", "-p", "nosuch=1", "four-bar", "double-pendulum"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("invalid: four-bar: parameters: unknown parameter 'nosuch'")
+    assert err[1].startswith("invalid: double-pendulum: parameters: unknown parameter 'nosuch'")
+
+
+def test_symbolic_states_and_times_are_checked():
+    """A NaN guess reached LAPACK (which printed 'DLASCL parameter' lines), a short state a
+    bare unpacking or index error, a string time was taken."""
+    from kinedyn.symbolic import make_plan, planar_coordinates
+    eqs = planar_coordinates(kinedyn.models.get("four-bar-driven"))
+    plan = make_plan(eqs)
+    names = r"\(crank.angle, rocker.angle, coupler.angle\)"
+    with pytest.raises(ModelError, match=f"q_guess needs 3 finite numbers {names}, got shape "
+                                         r"\(3,\) with non-finite entries"):
+        eqs.solve_newton([np.nan] * 3)
+    for call in (lambda: eqs.residual([0.0]), lambda: eqs.jacobian([0.0] * 4),
+                 lambda: plan.solve([0.0])):
+        with pytest.raises(ModelError, match=f"q needs 3 finite numbers {names}"):
+            call()
+    with pytest.raises(ModelError, match="t must be a finite number, got 'a'"):
+        plan.solve(eqs.q0, "a")
+    np.testing.assert_allclose(eqs.residual(plan.solve(eqs.q0, 0.1), 0.1), 0.0, atol=1e-12)

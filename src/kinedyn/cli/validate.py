@@ -36,6 +36,8 @@ def run(args) -> int:
                 raise ModelError(f"{why}, where runs start", file=spec)
         except ModelError as err:
             failed += 1
+            if err.file is None:  # a built-in model, or a --param that does not fit it
+                err = err.at(file=spec)
             print(f"invalid: {err}", file=sys.stderr, flush=True)
             continue
         print(f"ok: {spec} ({model.name}: {'planar' if model.dim == 2 else 'spatial'}, "

@@ -53,7 +53,7 @@ class System:
         self.name = str(name)
         self.dim = int(dim)
         self.description = description
-        self.gravity = None if gravity is None else list(gravity)
+        self.gravity = _raw(gravity)  # (checked by compile: "expected a list of d numbers")
         self.euler_sequence = euler_sequence
         self.parameters: list[Parameter] = []
         self.ground = Body(GROUND)
@@ -114,6 +114,10 @@ class System:
         """The user-force hook (see :class:`~kinedyn.model.entries.UserForce`)."""
         if not callable(function):
             raise ModelError(f"user force {name!r}: function is not callable")
+        if isinstance(points, str) or not all(
+                isinstance(x, (tuple, list)) and len(x) == 2 for x in points):
+            raise ModelError(f"user force {name!r}: points are (body, point) pairs, got "
+                             f"{points!r}")
         entry = UserForce(str(name), [(str(b), str(p)) for b, p in points], function)
         self.user_forces.append(entry)
         return entry

@@ -17,6 +17,7 @@ become loop-closure constraints.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -24,7 +25,7 @@ from functools import cached_property
 import numpy as np
 import sympy as sp
 
-from ..errors import AssemblyError, ModelError, UnknownNameError
+from ..errors import AssemblyError, ModelError, UnknownNameError, check_number, coordinates
 from ..model.compiled import DRIVER_CODE, JOINT_CODE, CompiledModel, compiled_model
 from ..model.expressions import parse
 from .rational import rationalise
@@ -67,6 +68,10 @@ class ConstraintSystem:
     @property
     def n_c(self) -> int:
         return len(self.phi)
+
+    @property
+    def coordinate_names(self) -> list[str]:
+        return [c.name for c in self.coordinates]
 
     @property
     def dependent(self) -> tuple[int, ...]:
@@ -122,15 +127,16 @@ class ConstraintSystem:
                 sp.lambdify(args, self.phi_q, "numpy"))
 
     def residual(self, q, t=0.0) -> np.ndarray:
-        return np.asarray(self.numeric[0](np.asarray(q, float), float(t)), float).ravel()
+        q = coordinates(self, q, "q")
+        return np.asarray(self.numeric[0](q, _time(t)), float).ravel()
 
     def jacobian(self, q, t=0.0) -> np.ndarray:
-        return np.asarray(self.numeric[1](np.asarray(q, float), float(t)), float)
+        return np.asarray(self.numeric[1](coordinates(self, q, "q"), _time(t)), float)
 
     def solve_newton(self, q_guess, t=0.0, tol=1e-13, max_iter=50) -> tuple[np.ndarray, int]:
         """Newton-Raphson on the dependent coordinates (independent ones held): the baseline and
         the assembly of the initial configuration. Raises AssemblyError naming constraints."""
-        q = np.array(q_guess, float)
+        q = coordinates(self, q_guess, "q_guess").copy()
         dep = np.array(self.dependent, np.int64)
         for it in range(max_iter):
             r = self.residual(q, t)
@@ -455,6 +461,11 @@ def _assemble_free(eqs: ConstraintSystem) -> np.ndarray:
         raise AssemblyError(f"{eqs.name}: the initial configuration cannot be assembled",
                             time=0.0, constraints=list(eqs.constraint_names[:3]))
     return sol.x
+
+
+def _time(t) -> float:
+    check_number("t", t, -math.inf)
+    return float(t)
 
 
 def _time_expression(value, name: str) -> sp.Expr:

@@ -17,6 +17,7 @@ Pipeline for one system Phi(q, t) = 0 with independent coordinates qi:
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -25,7 +26,7 @@ import numpy as np
 import sympy as sp
 import sympy.core.random as sympy_random
 
-from ..errors import AssemblyError, ModelError, check_number
+from ..errors import AssemblyError, ModelError, check_number, coordinates
 from ..topology.structure import block_triangular
 from .equations import T, ConstraintSystem
 from .groebner import BasisResult, Polynomialised, groebner_basis, polynomialise
@@ -371,7 +372,8 @@ class Plan:
     # ---- reference evaluation (NumPy; the compiled kernels are in .codegen) ------------------
     def solve(self, q, t: float = 0.0, tol: float = 1e-13, max_iter: int = 30) -> np.ndarray:
         """Dependent coordinates from the independent ones in ``q`` (others are guesses)."""
-        q = np.array(q, float)
+        q = coordinates(self.system, q, "q").copy()
+        check_number("t", t, -math.inf)
         for b in self.blocks:
             if b.kind == "triangular":
                 f = _block_function(self.system, b)
