@@ -386,3 +386,19 @@ def test_compiled_run_matches_numpy_reference(name, steps):
     Q, QD, QDD = reference_simulate(kin.f, kin.rows, kin.q_assembled, res.time, tol=1e-12)
     for x, y in ((res.q, Q), (res.qd, QD), (res.qdd, QDD)):
         np.testing.assert_allclose(x, y, atol=1e-9 * max(1.0, np.abs(y).max()))
+
+
+def test_a_driven_angle_assembled_half_a_turn_off_is_an_error():
+    """A joint-angle driver's natural-coordinate equation holds at theta and theta + pi: the
+    four-bar's crank driven at pi/2 + 2 pi t, assembled at t0 = 0.3 s from its pose at
+    pi/2, landed on theta + pi (residual 1e-15) and the run followed the wrong half turn.
+    That is an AssemblyError naming the driver; near the pose the assembly is right."""
+    from kinedyn.errors import AssemblyError
+    model = get("four-bar-driven").compile()
+    with pytest.raises(AssemblyError, match=r"the driven angle of joint 'A' assembled at "
+                                            r"0.314159 rad, half a turn from its driver's "
+                                            r"3.45575 rad"):
+        Kinematics(model, t0=0.3)
+    ref = Kinematics(model).simulate(0.2, 1e-2)
+    run = Kinematics(model, t0=0.1).simulate(0.2, 1e-2, t0=0.1)
+    np.testing.assert_allclose(run.q, ref.q[10:], atol=1e-9)

@@ -26,7 +26,8 @@ from ..errors import (AccuracyWarning, AssemblyError, ConvergenceError, ModelErr
 from ..linalg.dense import dense_lu
 from ..linalg.sparse import PivotOrders
 from ..linalg.subsystem import extract
-from ..model.compiled import (CompiledModel, functions_defined, require_positive_distances,
+from ..model.compiled import (COMPONENT_CODE, DRIVER_CODE, CompiledModel, functions_defined,
+                              require_positive_distances,
                               undefined)
 from ..parallel.team import MAX_WORKERS
 from . import kernels as K
@@ -493,6 +494,7 @@ def assemble(f, q_guess, t: float = 0.0, tol: float = 1e-10, work=None) -> np.nd
     require_positive_distances(f.model, [t])
     phi = constraint_values(f, q_guess, t, work) if f.n_c else np.zeros(0)
     if np.abs(phi).max(initial=0.0) <= tol:
+        _require_driven_angles(f, q_guess, t)
         return q_guess.copy()
     if not np.isfinite(phi).all():  # SciPy's least squares would stop on it, saying only that
         why = undefined(f.model, [t])
@@ -508,7 +510,38 @@ def assemble(f, q_guess, t: float = 0.0, tol: float = 1e-10, work=None) -> np.nd
             "the constraints cannot be satisfied near the initial configuration (largest "
             f"residual {np.abs(phi).max():.3g}); check the geometry and the drivers at t0",
             time=t, constraints=[f.constraint_names[r] for r in worst(phi)])
+    _require_driven_angles(f, sol.x, t)
     return sol.x
+
+
+def _require_driven_angles(f, q, t: float) -> None:
+    """An AssemblyError for a driven joint angle assembled half a turn from its driver. In
+    natural coordinates a joint-angle driver is one equation, ``sin(theta) e1.e2 - cos(theta)
+    e1 x e2 = 0``, met at theta and at theta + pi; an assembly started from a pose far from
+    the driver's value (a t0 other than the pose's time) converged to theta + pi with residual
+    1e-11, and the whole run followed the wrong half turn."""
+    m = f.model
+    drivers = [k for k in range(m.n_driver) if m.driver_kind[k] == DRIVER_CODE["joint"]
+               and m.driver_component[k] == COMPONENT_CODE["angle"]]
+    if not drivers:
+        return
+    z = np.zeros((1, f.n_q))
+    channels = f.observables(q[None], z, z)
+    values = m.functions.evaluate(t)
+    for k in drivers:
+        name = m.joint_name[m.driver_joint[k]]
+        angle = channels.get(f"joint.{name}.angle")
+        if angle is None:
+            continue
+        target = values[m.driver_function[k, 0], 0]
+        off = (float(angle[0]) - target + np.pi) % (2 * np.pi) - np.pi
+        if abs(off) > np.pi / 2:
+            raise AssemblyError(
+                f"the driven angle of joint {name!r} assembled at {float(angle[0]):.6g} rad, "
+                f"half a turn from its driver's {target:.6g} rad (the driver's equation holds "
+                "for both): start from a pose nearer the driven angle (the bodies' "
+                "orientation), or at the time the pose was given for", time=t,
+                constraints=[f"driver {m.driver_name[k]}"])
 
 
 @nb.njit(cache=True)
