@@ -283,12 +283,9 @@ def test_parallelogram_redundant_constraint_dense_and_sparse(parallelogram_runs)
         np.testing.assert_allclose(x, y, atol=1e-10 * max(1.0, np.abs(x).max()))
 
 
-def redundant_slider() -> kd.System:
-    """A slider on the x axis driven twice: by its displacement x = -2 + 3t and by a cable from
-    C = (0, 1) of length sqrt(1 + x^2). At t = 0 the rank-revealing QR keeps the axis and the
-    cable and drops the push; at x = 0 (t = 2/3) axis and cable rows become parallel, so the
-    rows must be chosen again to pass."""
-    s = kd.System("redundant-slider", dim=2, gravity=[0, 0])
+def slider(name: str) -> kd.System:
+    """A slider on the x axis (point P) from x = -2, with ground points O = (0, 0), C = (0, 1)."""
+    s = kd.System(name, dim=2, gravity=[0, 0])
     s.add_point("ground", "O", [0, 0])
     s.add_point("ground", "C", [0, 1])
     s.add_vector("ground", "x", [1, 0])
@@ -296,6 +293,15 @@ def redundant_slider() -> kd.System:
                points={"P": [0, 0]}, vectors={"x": [1, 0]})
     s.add_joint("slide", "prismatic", "ground", "slider", point_a="O", point_b="P",
                 axis_a="x", axis_b="x")
+    return s
+
+
+def redundant_slider() -> kd.System:
+    """A slider on the x axis driven twice: by its displacement x = -2 + 3t and by a cable from
+    C = (0, 1) of length sqrt(1 + x^2). At t = 0 the rank-revealing QR keeps the axis and the
+    cable and drops the push; at x = 0 (t = 2/3) axis and cable rows become parallel, so the
+    rows must be chosen again to pass."""
+    s = slider("redundant-slider")
     s.add_driver("push", "joint", joint="slide", function="-2 + 3*t")
     s.add_driver("cable", "distance", body_a="ground", point_a="C", body_b="slider", point_b="P",
                  function="sqrt(1 + (-2 + 3*t)**2)")
@@ -303,14 +309,8 @@ def redundant_slider() -> kd.System:
 
 
 def cable_slider(length: str) -> kd.System:
-    """A slider on the x axis pulled by a cable from the origin of driven ``length``."""
-    s = kd.System("cable-slider", dim=2, gravity=[0, 0])
-    s.add_point("ground", "O", [0, 0])
-    s.add_vector("ground", "x", [1, 0])
-    s.add_body("slider", mass=1, inertia=0.01, com=[0, 0], position=[-2, 0], orientation=0,
-               points={"P": [0, 0]}, vectors={"x": [1, 0]})
-    s.add_joint("slide", "prismatic", "ground", "slider", point_a="O", point_b="P",
-                axis_a="x", axis_b="x")
+    """The slider pulled by a cable from the origin O of driven ``length``."""
+    s = slider("cable-slider")
     s.add_driver("cable", "distance", body_a="ground", point_a="O", body_b="slider", point_b="P",
                  function=length)
     return s
