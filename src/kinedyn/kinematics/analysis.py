@@ -113,6 +113,7 @@ class Kinematics:
             threads = (int(outer), None if inner is None else int(inner))
         check_iteration_settings(tol, max_iter)
         check_number("t0", t0, -math.inf)
+        self.t0 = float(t0)
         self.f = formulation_for(model)
         self.model = self.f.model
         self.tuning = None
@@ -339,15 +340,17 @@ class Kinematics:
                                "iterations", time=t, constraints=bad)
 
     # ---- whole runs ---------------------------------------------------------------------------
-    def simulate(self, t_end: float, dt: float, *, t0: float = 0.0, progress=None,
+    def simulate(self, t_end: float, dt: float, *, t0: float | None = None, progress=None,
                  extrapolate: bool = True):
-        """A kinematic simulation from ``t0`` to ``t_end`` with step ``dt`` (compiled loop).
+        """A kinematic simulation from ``t0`` (default: the assembly's, the constructor's
+        ``t0``) to ``t_end`` with step ``dt`` (compiled loop).
 
         ``progress`` is an optional callable ``progress(done, total)`` (the CLI passes a
         progress bar); the run is cut into chunks only to report progress and to re-analyse
         the sparse pivot order if a pivot degrades.
         """
         from .results import KinematicResults
+        t0 = self.t0 if t0 is None else t0
         n = run_steps(t0, t_end, dt) + 1
         times = t0 + dt * np.arange(n)
         require_positive_distances(self.model, times)
