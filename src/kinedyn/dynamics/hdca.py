@@ -26,8 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._memory import resident_zeros
-from ..errors import (ModelError, SolverError, UnknownNameError, check_number, record_interval,
-                      run_steps)
+from ..errors import ModelError, SolverError, UnknownNameError, record_interval, run_steps
 from ..formulations.hamiltonian import DTYPES, Hamiltonian
 from ..formulations.hamiltonian import natural_map as NM
 from ..formulations import protocol
@@ -35,7 +34,7 @@ from ..formulations.hamiltonian.kernels import evaluate_state, evaluate_state_mo
 from ..formulations.hamiltonian.origin import calc_momenta
 from ..io.angles import unwrap
 from ..io.results import Results
-from ..parallel.team import MAX_WORKERS
+from ..parallel.team import check_workers
 from . import integrators as I
 
 
@@ -58,10 +57,7 @@ class HDCA:
         if precision not in DTYPES:
             raise UnknownNameError("precision", precision, DTYPES)
         if parallel:
-            check_number("threads", threads, 1, whole=True)
-            if threads > MAX_WORKERS:
-                raise ModelError(f"at most {MAX_WORKERS} threads (a team's workers), got "
-                                 f"{threads}")
+            check_workers("threads", threads)
         self.h = model if isinstance(model, Hamiltonian) else Hamiltonian(model)
         self.integrator = integrator
         self.integrator_code = I.integrator_code(integrator)

@@ -27,9 +27,8 @@ from ..linalg.dense import dense_lu
 from ..linalg.sparse import PivotOrders
 from ..linalg.subsystem import extract
 from ..model.compiled import (COMPONENT_CODE, DRIVER_CODE, CompiledModel, functions_defined,
-                              require_positive_distances,
-                              undefined)
-from ..parallel.team import MAX_WORKERS
+                              require_positive_distances, undefined)
+from ..parallel.team import check_workers
 from . import kernels as K
 from .diagnose import independent_rows, singular_rows, worst
 
@@ -104,10 +103,7 @@ class Kinematics:
             if len(given) not in (1, 2):
                 raise ModelError(f"threads is OUTER or (OUTER, INNER), got {threads!r}")
             outer, inner = (given + (None,))[:2]
-            check_number("outer threads", outer, 1, whole=True)
-            if outer > MAX_WORKERS:
-                raise ModelError(f"at most {MAX_WORKERS} outer threads (a team's workers), got "
-                                 f"{outer}")
+            check_workers("outer threads", outer)
             if inner is not None:
                 check_number("inner threads", inner, 1, whole=True)
             threads = (int(outer), None if inner is None else int(inner))

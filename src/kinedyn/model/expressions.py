@@ -54,9 +54,7 @@ def parse(text: object, names: Mapping[str, sp.Expr] | None = None, *,
     if isinstance(text, bool):
         raise ModelError(f"expected a number or an expression, got {text!r}", location=location)
     if isinstance(text, Real):
-        value = float(text)
-        if not math.isfinite(value):
-            raise ModelError(f"number {text!r} is not finite", location=location)
+        value = _finite_number(text, location)
         return sp.Float(value) if not float(value).is_integer() else sp.Integer(int(value))
     if not isinstance(text, str):
         raise ModelError(f"expected a number or an expression string, got {type(text).__name__} "
@@ -131,6 +129,17 @@ def _short(value: object) -> str:
     return text if len(text) < 60 else text[:57] + "..."
 
 
+def _finite_number(value: Real, location: str | None) -> float:
+    """A real number as a finite float, or a ModelError (an int beyond the floats included)."""
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ModelError(f"number {_short(value)} is not finite", location=location)
+    return number
+
+
 @functools.lru_cache(maxsize=16)
 def _sympy_values(items: tuple) -> Mapping[str, sp.Expr]:
     """The parameters as exact SymPy numbers (integers stay integers), made once per set of
@@ -144,13 +153,7 @@ def evaluate_number(text: object, parameters: Mapping[str, float], *,
                     location: str | None = None) -> float:
     """Evaluate a number field (a number or an expression of the parameters) to a float."""
     if isinstance(text, Real) and not isinstance(text, bool):  # no SymPy: ~90 us a number
-        try:
-            value = float(text)
-        except OverflowError:  # an int beyond the floats
-            value = math.inf
-        if not math.isfinite(value):
-            raise ModelError(f"number {_short(text)} is not finite", location=location)
-        return value
+        return _finite_number(text, location)
     expr = parse(text, _sympy_values(tuple(parameters.items())), location=location)
     try:
         value = float(expr.evalf())

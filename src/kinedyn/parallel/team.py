@@ -43,6 +43,7 @@ from numba.extending import intrinsic
 from numba.np.arrayobj import make_array
 
 from .._memory import resident_zeros
+from ..errors import ModelError, check_number
 
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
 llvm.add_symbol("kinedyn_sched_yield", ctypes.cast(_libc.sched_yield, ctypes.c_void_p).value)
@@ -57,6 +58,14 @@ _ARRIVALS = 3 * LINE  # worker w's barrier arrivals: slots _ARRIVALS + LINE w + 
 _FAILED = 2  # worker w's failing step + 1 (0: none): slot _ARRIVALS + LINE w + _FAILED
 NEVER = np.iinfo(np.int64).max  # first_failure when no worker failed
 MAX_WORKERS = 64
+
+
+def check_workers(name: str, value) -> None:
+    """A :class:`~kinedyn.errors.ModelError` unless ``value`` (the setting ``name``) is a whole
+    number of threads from 1 to :data:`MAX_WORKERS` (a team's workers)."""
+    check_number(name, value, 1, whole=True)
+    if value > MAX_WORKERS:
+        raise ModelError(f"at most {MAX_WORKERS} {name} (a team's workers), got {value}")
 
 
 def make_sync(n_workers: int = 8) -> np.ndarray:

@@ -523,8 +523,6 @@ def origin_loc_of(elements):
     return i if kind == "point" else None
 
 
-
-
 def _independence(dirs: list[np.ndarray]) -> float:
     """Smallest singular value of the normalised directions (1 = orthogonal, 0 = dependent)."""
     A = np.column_stack([v / np.linalg.norm(v) for v in dirs])
