@@ -31,6 +31,22 @@ def test_joint_coordinate_states_of_the_wrong_length_are_named():
         f.energies(np.zeros((2, 3)), np.zeros((2, 2)))
 
 
+def test_natural_reference_evaluations_name_a_state_of_the_wrong_length():
+    """The natural formulation's readable NumPy references (and the point and body positions
+    built on them) said only what NumPy's matrix product did not like."""
+    from kinedyn.formulations.natural import Natural
+    f = Natural(kinedyn.models.get("four-bar").compile())
+    q = f.q0
+    assert f.reference_phi(q).shape == (f.n_c,)
+    for call, what in ((lambda: f.reference_phi(q[:3]), "the coordinates"),
+                       (lambda: f.reference_phi_q(np.r_[q, 0.0]), "the coordinates"),
+                       (lambda: f.reference_gamma(q, q[:2]), "the velocities"),
+                       (lambda: f.reference_forces([0.1], q), "the coordinates")):
+        with pytest.raises(ModelError, match=f"{what} needs {f.n_q} finite numbers "
+                                             r"\(crank.B=coupler.A.x, .*got shape"):
+            call()
+
+
 def test_analyses_take_a_system_and_name_anything_else():
     from kinedyn.dynamics.hdca import HDCA
     from kinedyn.formulations.relative import Relative

@@ -10,7 +10,7 @@ import pytest
 
 import kinedyn
 from kinedyn.dynamics import Dynamics, schur
-from kinedyn.dynamics.implicit import HHT, force_coordinates
+from kinedyn.dynamics.implicit import force_coordinates
 from kinedyn.dynamics.integrators import eval_state_derivative
 
 from .models import loaded_planar, stiff_hanger

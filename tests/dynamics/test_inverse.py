@@ -12,7 +12,7 @@ from kinedyn.dynamics.implicit import _gamma
 from kinedyn.dynamics.inverse import inverse_dynamics
 from kinedyn.errors import ModelError, UnknownNameError
 from kinedyn.formulations.natural import Natural
-from kinedyn.kinematics.analysis import assemble, constraint_jacobian, constraint_values
+from kinedyn.kinematics.assembly import assemble, constraint_jacobian, constraint_values
 from kinedyn.models import gough_stewart, stewart_paper
 
 

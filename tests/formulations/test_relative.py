@@ -10,7 +10,7 @@ from kinedyn.dynamics import Dynamics
 from kinedyn.errors import ModelError
 from kinedyn.dynamics.reactions import reactions
 from kinedyn.formulations.relative import Relative
-from kinedyn.kinematics.analysis import assemble
+from kinedyn.kinematics.assembly import assemble
 from kinedyn.models.planar import G
 
 from .relative_models import spatial_loop

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pytest
 
 import kinedyn as kd
+from kinedyn.dynamics import Dynamics
 from kinedyn.errors import ModelError
 from kinedyn.kinematics import Kinematics
 from kinedyn.kinematics.parallel import PlatformForwardKinematics
@@ -328,6 +328,9 @@ def test_a_driven_distance_that_is_not_positive_is_named_with_its_time():
                        r"'2 - 3\*t', which is -0\.1 at t = 0\.7 s: a driven distance must stay "
                        r"positive"):
         kin.simulate(1.0, 0.1)
+    assert kin.solve(0.6).q[0] == pytest.approx(-0.2)
+    with pytest.raises(ModelError, match=r"'2 - 3\*t', which is -0\.1 at t = 0\.7 s"):
+        kin.solve(0.7)  # (one-time solves are checked too: it solved for the magnitude)
     with pytest.raises(ModelError, match=r"'-2 - t', which is -2 at t = 0 s"):
         Kinematics(cable_slider("-2 - t").compile())
     from kinedyn.dynamics import Dynamics
@@ -388,18 +391,37 @@ def test_compiled_run_matches_numpy_reference(name, steps):
         np.testing.assert_allclose(x, y, atol=1e-9 * max(1.0, np.abs(y).max()))
 
 
+@pytest.mark.parametrize("name, t0", [("four-bar-driven", 0.3), ("slider-crank-driven", 0.6),
+                                      ("stephenson3-theta1", 0.3)])
+def test_an_assembly_at_t0_is_the_one_reached_from_the_pose(name, t0):
+    """The pose is the configuration at t = 0; assembled at another t0 it is followed along the
+    drivers (continuation), so the run from t0 is the run from 0 from that time on. Assembled
+    directly at t0 from the pose, the four-bar's crank (driven at pi/2 + 2 pi t) landed on
+    theta + pi at t0 = 0.3 s (a joint-angle driver's equation holds for both), the
+    slider-crank's at 0.6 s, and the Stephenson III six-bar on another assembly mode, 0.30 off
+    in its coordinates: each a valid configuration, none the one the mechanism moves to."""
+    model = get(name).compile()
+    ref = Kinematics(model).simulate(t0 + 0.05, 1e-2)
+    run = Kinematics(model, t0=t0).simulate(t0 + 0.05, 1e-2)
+    k = int(round(t0 / 1e-2))
+    assert run.time[0] == pytest.approx(t0)
+    np.testing.assert_allclose(run.q, ref.q[k:], atol=1e-9)
+    dyn = Dynamics(model, t0=t0)
+    np.testing.assert_allclose(dyn.q_initial, ref.q[k], atol=1e-9)
+
+
 def test_a_driven_angle_assembled_half_a_turn_off_is_an_error():
-    """A joint-angle driver's natural-coordinate equation holds at theta and theta + pi: the
-    four-bar's crank driven at pi/2 + 2 pi t, assembled at t0 = 0.3 s from its pose at
-    pi/2, landed on theta + pi (residual 1e-15) and the run followed the wrong half turn.
-    That is an AssemblyError naming the driver; near the pose the assembly is right."""
+    """Where the pose itself is half a turn from a joint-angle driver at its time (the crank
+    drawn at pi/2, driven from 3 pi/2), the assembly lands on theta + pi, which the driver's
+    equation also admits: an AssemblyError naming the driver, not a run half a turn off."""
     from kinedyn.errors import AssemblyError
-    model = get("four-bar-driven").compile()
+    system = get("four-bar-driven")
+    system.drivers[0].function = "crank_angle + pi + crank_speed*t"
+    model = system.compile()
     with pytest.raises(AssemblyError, match=r"the driven angle of joint 'A' assembled at "
-                                            r"0.314159 rad, half a turn from its driver's "
-                                            r"3.45575 rad"):
-        Kinematics(model, t0=0.3)
-    ref = Kinematics(model).simulate(0.2, 1e-2)
-    run = Kinematics(model, t0=0.1).simulate(0.2, 1e-2)   # from the assembly's t0
-    assert run.time[0] == pytest.approx(0.1)
-    np.testing.assert_allclose(run.q, ref.q[10:], atol=1e-9)
+                                            r"1.5708 rad, half a turn from its driver's "
+                                            r"4.71239 rad"):
+        Kinematics(model)
+    with pytest.raises(AssemblyError, match=r"assembled at 1.8\d+ rad, half a turn from its "
+                                            r"driver's 5.0265"):
+        Kinematics(model, t0=0.05)  # (no pose at 0 to follow: assembled directly at t0)

@@ -156,7 +156,7 @@ def test_the_formulations_run_the_code(formulation, monkeypatch):
     relative formulation's Phi_t and gamma; the natural one's are in the run below)."""
     from kinedyn.formulations.natural import Natural
     from kinedyn.formulations.relative import Relative
-    from kinedyn.kinematics.analysis import constraint_values
+    from kinedyn.kinematics.assembly import constraint_values
     make = {"natural": Natural, "relative": Relative}[formulation]
     model = MODELS["four-bar-driven"].build().compile()
     coded, interpreted = _formulations(make, model, monkeypatch)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelError
-from ..kinematics.analysis import assemble, formulation_for
+from ..kinematics.analysis import formulation_for
+from ..kinematics.assembly import assemble
 from .inverse import parse_actuators
 from .reactions import reactions
 

@@ -206,7 +206,6 @@ def _step(s, w, q0, qd0, t, h):
         protocol.calc_phi(s.form, w.form, w.q, t1, s.select, w.phi)
         _constraint_force(s, w, w.q, t1, w.Qp)  # Qp = J^T lam - Q
         r = w.r
-        res1 = 0.0
         for i in range(n):
             v = 0.0
             for j in range(n):
@@ -324,7 +323,7 @@ class HHT:
     def _initial_accelerations(self):
         """Consistent a_0, lam_0 from the index-1 system (least squares if redundant)."""
         from .evaluate import forces
-        from ..kinematics.analysis import constraint_jacobian
+        from ..kinematics.assembly import constraint_jacobian
         f, w, s = self.dyn.f, self.work, self.data
         J = constraint_jacobian(f, self.q, self.t).toarray()[s.rows]
         gamma = _gamma(f, self.q, self.qd, self.t, s.rows)

@@ -22,11 +22,11 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from ..errors import (UnknownNameError, check_baumgarte, check_number, record_interval,
-                      run_steps)
+from ..errors import (UnknownNameError, check_baumgarte, check_number, coordinates,
+                      record_interval, run_steps)
 from ..formulations import protocol
 from ..formulations.relative import kernels as RK
-from ..kinematics.analysis import assemble, coordinates
+from ..kinematics.assembly import POSE_TIME, assemble
 from ..linalg import relative as LR
 from ..model.compiled import functions_defined, require_positive_distances
 from . import integrators as I
@@ -134,7 +134,8 @@ class RelativeDynamics:
         self.code = I.integrator_code(integrator)
         self.t0 = float(t0)
         with functions_defined(f.model, (self.t0,)):
-            q = assemble(f, f.q0 if q0 is None else q0, t0, 1e-12)
+            q = assemble(f, f.q0 if q0 is None else q0, t0, 1e-12,
+                         pose_time=POSE_TIME if q0 is None else None)
             qd = np.zeros(f.n_q) if qd0 is None else coordinates(f, qd0, "qd0").copy()
             if f.n_c:
                 B = f.phi_q(q, t0)

@@ -21,8 +21,8 @@ from ..errors import (ModelError, SolverError, UnknownNameError, check_baumgarte
                       check_iteration_settings, check_number, record_interval, run_steps)
 from ..formulations import protocol
 from ..kinematics import kernels as K
-from ..kinematics.analysis import (assemble, blas_threads, constraint_jacobian, coordinates,
-                                  formulation_for)
+from ..kinematics.analysis import blas_threads, coordinates, formulation_for
+from ..kinematics.assembly import POSE_TIME, assemble, constraint_jacobian, constraint_values
 from ..kinematics.diagnose import independent_rows, singular_rows, worst
 from ..model.compiled import functions_defined, require_positive_distances, undefined
 from ..linalg.dense import dense_lu
@@ -170,7 +170,8 @@ class Dynamics:
         """The initial state (assembled, consistent), the system's analysis and its build."""
         f, t0, method = self.f, self.t0, self.method
         self.work = f.make_work()
-        q = assemble(f, f.q0 if q0 is None else q0, t0, min(self.tol * 100, 1e-10), self.work)
+        q = assemble(f, f.q0 if q0 is None else q0, t0, min(self.tol * 100, 1e-10), self.work,
+                     pose_time=POSE_TIME if q0 is None else None)
         rows, redundant = independent_rows(constraint_jacobian(f, q, t0, self.work))
         self.rows, self.redundant = rows, redundant
         self.select = protocol.row_selection(f, rows)  # what the compiled methods evaluate
@@ -482,7 +483,6 @@ class Dynamics:
         """Dependent positions (dense Newton) and velocities of the partitioned state y: the
         robust path taken when a step failed, whatever state the compiled work was left in."""
         from .evaluate import phi_t_values
-        from ..kinematics.analysis import constraint_values
         f, ind, dep, rows = self.f, self.independent, self.dependent, self.rows
         ni = len(ind)
         q, qd = self.sys_work.q.copy(), np.zeros(f.n_q)
@@ -532,7 +532,6 @@ class Dynamics:
         J = constraint_jacobian(self.f, q, t, self.work).toarray()[self.rows]
         if not (np.isfinite(q).all() and np.isfinite(qd).all() and np.isfinite(J).all()):
             raise I.diverged(self.integrator_run, self._dt, t, " (the step failed from there)")
-        from ..kinematics.analysis import constraint_values
         phi = constraint_values(self.f, q, t, self.work)
         size = I.mechanism_size(self.f) ** 2
         if np.abs(phi).max(initial=0.0) > size:

@@ -127,7 +127,6 @@ def tyre_forces(ty, fw, data, q, wheel_w, Q, out, wdot):
         w0, w1, w2 = V[k, 0], V[k, 1], V[k, 2]
         vx = V[k, 3] + w1 * pz - w2 * py            # velocity of the knuckle point at p
         vy = V[k, 4] + w2 * px - w0 * pz
-        vz = V[k, 5] + w0 * py - w1 * px
         vcz = V[k, 5] + w0 * c[1] - w1 * c[0]
         fz = ty.k * (r0 - c[2]) - ty.c * vcz
         if fz < 0.0 or c[2] > r0:

@@ -26,10 +26,11 @@ from ..errors import (AccuracyWarning, AssemblyError, ConvergenceError, ModelErr
 from ..linalg.dense import dense_lu
 from ..linalg.sparse import PivotOrders
 from ..linalg.subsystem import extract
-from ..model.compiled import (COMPONENT_CODE, DRIVER_CODE, CompiledModel, functions_defined,
+from ..model.compiled import (DRIVER_CODE, CompiledModel, compiled_model, functions_defined,
                               require_positive_distances, undefined)
 from ..parallel.team import check_workers
 from . import kernels as K
+from .assembly import POSE_TIME, _eval_phi_q, assemble, constraint_jacobian, constraint_values
 from .diagnose import independent_rows, singular_rows, worst
 
 SOLVERS = ("dense", "sparse")
@@ -43,16 +44,13 @@ def formulation_for(model_or_formulation, name: str = "natural"):
     """A formulation object from a compiled model or a :class:`~kinedyn.model.System` (compiled
     here, which validates it), or pass a formulation object through."""
     from ..model import System
-    if isinstance(model_or_formulation, System):
-        model_or_formulation = model_or_formulation.compile()
-    if not isinstance(model_or_formulation, CompiledModel):
-        if not hasattr(model_or_formulation, "model"):
-            raise TypeError(f"expected a System, a CompiledModel or a formulation object, got "
-                            f"{type(model_or_formulation).__name__}")
-        return model_or_formulation
+    if not isinstance(model_or_formulation, (System, CompiledModel)) \
+            and hasattr(model_or_formulation, "model"):
+        return model_or_formulation  # a formulation object
+    model = compiled_model(model_or_formulation)
     if name == "natural":
         from ..formulations.natural import Natural
-        return Natural(model_or_formulation)
+        return Natural(model)
     raise UnknownNameError("formulation", name, ["natural"])
 
 
@@ -112,6 +110,7 @@ class Kinematics:
         self.t0 = float(t0)
         self.f = formulation_for(model)
         self.model = self.f.model
+        self._distance_driven = bool((self.model.driver_kind == DRIVER_CODE["distance"]).any())
         self.tuning = None
         self.engine = None
         # sparse global: the orders analysed so far, each with the dense fall-back for a small
@@ -125,7 +124,8 @@ class Kinematics:
         self._parts = TableCache()  # what the global run kernel takes (kernels.run_parts)
         self.nnz = len(self.data.jac_indices)
         self.all_rows = np.arange(self.f.n_c)
-        q = self.assemble(self.f.q0 if q_guess is None else q_guess, t0)
+        q = (self.assemble(self.f.q0, t0, pose_time=POSE_TIME) if q_guess is None
+             else self.assemble(q_guess, t0))
         self.q_assembled = q
         J = self._select_rows(q, t0)
         rows, redundant = self.rows, self.redundant
@@ -255,15 +255,19 @@ class Kinematics:
             except RuntimeError:  # SuperLU: "Factor is exactly singular"
                 self._raise(K.SINGULAR, q, t, float(np.abs(self.phi(q, t)).max()))
 
-    def assemble(self, q_guess: np.ndarray, t: float = 0.0) -> np.ndarray:
-        """Satisfy the constraints near an approximate configuration (see :func:`assemble`)."""
+    def assemble(self, q_guess: np.ndarray, t: float = 0.0, *,
+                 pose_time: float | None = None) -> np.ndarray:
+        """Satisfy the constraints near an approximate configuration (see
+        :func:`~.assembly.assemble`)."""
         with functions_defined(self.model, [t]):
-            return assemble(self.f, q_guess, t, self.tol, self.work)
+            return assemble(self.f, q_guess, t, self.tol, self.work, pose_time=pose_time)
 
     # ---- one time ---------------------------------------------------------------------------
     def solve(self, t: float, q_guess=None, qd_known=None) -> KinematicState:
         """Positions (from ``q_guess``, default the last assembly), velocities, accelerations."""
         check_number("t", t, -math.inf)
+        if self._distance_driven:  # (a run checks all its times up front: simulate)
+            require_positive_distances(self.model, [t])
         start = (self.q_assembled if q_guess is None else np.asarray(q_guess, float))
         if start.shape != self.q_assembled.shape:  # the compiled step does not check bounds
             coordinates(self.f, start, "q_guess")
@@ -446,11 +450,6 @@ class Kinematics:
                       "(fixed_iterations=False)", AccuracyWarning, stacklevel=3)
 
 
-import numba as nb  # noqa: E402
-
-from ..formulations import protocol  # noqa: E402
-
-
 _CONTROLLER = None
 
 
@@ -464,90 +463,3 @@ def blas_threads(n):
         from threadpoolctl import ThreadpoolController
         _CONTROLLER = ThreadpoolController()
     return _CONTROLLER.limit(limits=int(n), user_api="blas")
-
-
-def constraint_values(f, q, t, work=None, rows=None) -> np.ndarray:
-    rows = np.arange(f.n_c) if rows is None else np.asarray(rows, np.int64)
-    out = np.zeros(len(rows))
-    _eval_phi(f.data, work if work is not None else f.make_work(), np.asarray(q, float), float(t),
-              rows, out)
-    return out
-
-
-def constraint_jacobian(f, q, t, work=None) -> sps.csr_matrix:
-    values = np.zeros(len(f.data.jac_indices))
-    _eval_phi_q(f.data, work if work is not None else f.make_work(), np.asarray(q, float),
-                float(t), np.arange(f.n_c), values)
-    return sps.csr_matrix((values, f.data.jac_indices, f.data.jac_indptr), shape=(f.n_c, f.n_q))
-
-
-def assemble(f, q_guess, t: float = 0.0, tol: float = 1e-10, work=None) -> np.ndarray:
-    """Satisfy the constraints near an approximate configuration.
-
-    Least squares (SciPy's trust-region reflective solver with the sparse Jacobian) from the
-    guess, so redundant constraints and the nearest assembly mode are handled; raises
-    :class:`AssemblyError` naming the constraints that cannot be met.
-    """
-    work = work if work is not None else f.make_work()
-    q_guess = coordinates(f, q_guess, "the initial guess of the coordinates")
-    require_positive_distances(f.model, [t])
-    phi = constraint_values(f, q_guess, t, work) if f.n_c else np.zeros(0)
-    if np.abs(phi).max(initial=0.0) <= tol:
-        _require_driven_angles(f, q_guess, t)
-        return q_guess.copy()
-    if not np.isfinite(phi).all():  # SciPy's least squares would stop on it, saying only that
-        why = undefined(f.model, [t])
-        raise ModelError(why) if why is not None else AssemblyError(
-            "the constraints are not finite at the initial guess", time=t,
-            constraints=[f.constraint_names[r] for r in np.flatnonzero(~np.isfinite(phi))])
-    sol = so.least_squares(lambda q: constraint_values(f, q, t, work), q_guess,
-                           jac=lambda q: constraint_jacobian(f, q, t, work), method="trf",
-                           x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=500)
-    phi = constraint_values(f, sol.x, t, work)
-    if np.abs(phi).max() > max(tol, 1e-8):
-        raise AssemblyError(
-            "the constraints cannot be satisfied near the initial configuration (largest "
-            f"residual {np.abs(phi).max():.3g}); check the geometry and the drivers at t0",
-            time=t, constraints=[f.constraint_names[r] for r in worst(phi)])
-    _require_driven_angles(f, sol.x, t)
-    return sol.x
-
-
-def _require_driven_angles(f, q, t: float) -> None:
-    """An AssemblyError for a driven joint angle assembled half a turn from its driver. In
-    natural coordinates a joint-angle driver is one equation, ``sin(theta) e1.e2 - cos(theta)
-    e1 x e2 = 0``, met at theta and at theta + pi; an assembly started from a pose far from
-    the driver's value (a t0 other than the pose's time) converged to theta + pi with residual
-    1e-11, and the whole run followed the wrong half turn."""
-    m = f.model
-    drivers = [k for k in range(m.n_driver) if m.driver_kind[k] == DRIVER_CODE["joint"]
-               and m.driver_component[k] == COMPONENT_CODE["angle"]]
-    if not drivers:
-        return
-    z = np.zeros((1, f.n_q))
-    channels = f.observables(q[None], z, z)
-    values = m.functions.evaluate(t)
-    for k in drivers:
-        name = m.joint_name[m.driver_joint[k]]
-        angle = channels.get(f"joint.{name}.angle")
-        if angle is None:
-            continue
-        target = values[m.driver_function[k, 0], 0]
-        off = (float(angle[0]) - target + np.pi) % (2 * np.pi) - np.pi
-        if abs(off) > np.pi / 2:
-            raise AssemblyError(
-                f"the driven angle of joint {name!r} assembled at {float(angle[0]):.6g} rad, "
-                f"half a turn from its driver's {target:.6g} rad (the driver's equation holds "
-                "for both): start from a pose nearer the driven angle (the bodies' "
-                "orientation), or at the time the pose was given for", time=t,
-                constraints=[f"driver {m.driver_name[k]}"])
-
-
-@nb.njit(cache=True)
-def _eval_phi(data, work, q, t, rows, out):
-    protocol.calc_phi(data, work, q, t, rows, out)
-
-
-@nb.njit(cache=True)
-def _eval_phi_q(data, work, q, t, rows, values):
-    protocol.calc_phi_q(data, work, q, t, rows, values)

@@ -152,7 +152,7 @@ class GroupEngine:
         kin = self.kin
         solvers, sworks = [], []
         values = np.zeros(kin.nnz)
-        from .analysis import _eval_phi_q
+        from .assembly import _eval_phi_q
         _eval_phi_q(kin.data, kin.work, np.asarray(q, float), float(t), kin.all_rows, values)
         for g, block in enumerate(self.blocks):
             if self.solver_name == "dense":

@@ -14,7 +14,8 @@ import numpy as np
 
 from ..errors import AssemblyError
 from ..formulations.natural.layout import NaturalLayout
-from .analysis import assemble, formulation_for
+from .analysis import formulation_for
+from .assembly import POSE_TIME, assemble
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ def jacobian_mobility(model, t: float = 0.0, tol: float = 1e-9,
     q, assembled = f.q0, True
     if f.n_c and np.abs(f.reference_phi(q, t)).max() > 1e-10:  # (the NumPy reference: no JIT)
         try:
-            q = assemble(f, f.q0, t)
+            q = assemble(f, f.q0, t, pose_time=POSE_TIME)
         except AssemblyError:
             assembled = False
     J = f.reference_phi_q(q, t)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -525,7 +524,7 @@ class _Compiler:
                                  location=f"bodies[{i - 1}]")
 
     def _drivers(self):
-        s, d = self.s, self.d
+        s = self.s
         m = len(s.drivers)
         out = dict(driver_kind=np.zeros(m, np.int64), driver_joint=np.full(m, -1, np.int64),
                    driver_component=np.full(m, -1, np.int64), driver_body=np.full(m, -1, np.int64),

@@ -169,7 +169,6 @@ def generate(system: ConstraintSystem, plan: Plan, name: str | None = None,
     """Kernels of ``system`` and ``plan`` (plus ``extra_kernels``) in one module; ``backend``
     ``"c"`` compiles the expression kernels as C (:func:`~.codegen.build_module`)."""
     q, qd, sub = coordinate_symbols(system)
-    rq = {**_reads(q), sp.Symbol("t"): "t"}
     every = [e.xreplace(sub).xreplace({T: sp.Symbol("t")}) for e in plan.equations]
     phi = every[:system.n_c]                     # Phi; then the plan's derived equations
     tt = sp.Symbol("t")

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...models.planar import G, _circle_intersection
+from ...models.planar import G, _circle_intersection  # noqa: F401 (G: for the peers)
 
 #: the four-bar's ground A-D, crank A-B, coupler B-C and rocker D-C (m)
 FOUR_BAR = (0.4, 0.1, 0.4, 0.3)

@@ -79,7 +79,7 @@ class Hamiltonian:
                                                             m.point_local)
             return angles, pts
         from ..natural import Natural
-        from ...kinematics.analysis import assemble
+        from ...kinematics.assembly import assemble
         f = Natural(m)
         q = assemble(f, f.q0, 0.0, 1e-13)
         zero = np.zeros((1, f.n_q))
@@ -117,7 +117,6 @@ class Hamiltonian:
     def joint_coordinates(self, angles, points) -> np.ndarray:
         """Joint coordinates of a pose: model body angles (n_body,) and point positions
         (n_point, 2)."""
-        m, ch = self.model, self.chain
         q = np.zeros(self.n_j)
         for k in range(self.n_j):
             ba, pa, bb, pb = self._sides(k)

@@ -12,6 +12,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sps
 
+from ...errors import coordinates
 from ...model.compiled import CompiledModel
 from ...model.tape import MAX_STACK, eval_tape
 from ...model.tape_codegen import program_arrays
@@ -190,6 +191,8 @@ class Natural:
 
     def entity_values(self, q: np.ndarray, derivative: bool = False) -> np.ndarray:
         """All entity values (n_e, d) at q (or their time derivatives at qd, without constants)."""
+        if np.shape(q) != (self.n_q,):  # (the NumPy references' one entry: name it, not NumPy)
+            coordinates(self, q, "the velocities" if derivative else "the coordinates")
         v = self._E @ q
         return (v if derivative else v + self._c).reshape(-1, self.dim)
 

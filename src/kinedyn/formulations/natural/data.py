@@ -7,7 +7,7 @@ import numpy as np
 
 from ...model.tape import CONST, COS, POWC, SIN
 from .entities import Entity
-from .layout import ANGLE, DOT, LINEAR, NaturalLayout
+from .layout import LINEAR, NaturalLayout
 
 
 class NaturalData(NamedTuple):

@@ -400,12 +400,12 @@ class NaturalLayout:
         users = [(b, local) for b, local, _ in loc.members if b != 0]
         framed = set(self._framed.get(("point", id(loc)), ()))
         if loc.fixed is not None:
-            ref, ref_name = Entity.constant(loc.fixed), "ground"
+            ref = Entity.constant(loc.fixed)
         elif framed:
-            ref, ref_name = Entity.block(loc.block, d), "block"
+            ref = Entity.block(loc.block, d)
         else:
             b0, local0 = users[0]
-            ref, ref_name = self.entity_point(b0, local0), self.model.body_name[b0]
+            ref = self.entity_point(b0, local0)
             framed = {b0}
         for b, local in users:
             if b in framed:
@@ -416,7 +416,6 @@ class NaturalLayout:
                                    f"{self.model.body_name[b]} {'xyz'[c]}", comp=c, owner="location"))
 
     def _vector_location_equations(self, loc: Location):
-        d = self.dim
         users = [(b, local, s) for b, local, s in loc.members if b != 0]
         if len(loc.members) < 2:
             return

@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 
 import numba as nb
-import numpy as np
 from numba.extending import overload
 
 from ..._jit import INLINED, WORKER
