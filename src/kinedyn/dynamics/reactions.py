@@ -68,9 +68,10 @@ class ReactionSolver:
         self.n_unknown = col
 
     # ---- per step --------------------------------------------------------------------------------
-    def solve_step(self, motion, k, P, PV, F):
+    def solve_step(self, motion, k, P, PV, F, user=None):
         """Reaction vector at step k (motion from body_motion, P/PV point positions/velocities,
-        F the model functions of time at this step (n_function, 3))."""
+        F the model functions of time at this step (n_function, 3), ``user`` the user forces
+        (:meth:`body_loads`))."""
         m, d = self.model, self.d
         nb = m.n_body
         nw = self.nw
@@ -94,7 +95,7 @@ class ReactionSolver:
                 A_body[r0 + d:r0 + nw, cols] += np.cross(arm, force_map.T).T + torque_map
 
         # inertial and applied loads: right-hand side
-        self.body_loads(k, motion, P, PV, F, b_body, R, com)
+        self.body_loads(k, motion, P, PV, F, b_body, R, com, user)
         Id = np.eye(d)
         It = np.eye(self.nt)
         for j in self.joints:
@@ -189,8 +190,9 @@ class ReactionSolver:
             out += [torque_along(v) for v in np.eye(3)]
         return out
 
-    def body_loads(self, k, motion, P, PV, F, b, R, com):
-        """Inertial loads minus applied loads (gravity, point forces, springs, joint forces)
+    def body_loads(self, k, motion, P, PV, F, b, R, com, user=None):
+        """Inertial loads minus applied loads (gravity, point forces, springs, joint forces,
+        user forces: ``user`` = (points, forces (n, n_up, d)) of :func:`user_point_loads`)
         of every moving body at step k into ``b`` (n_body - 1 blocks of force, then torque
         about the centre of mass)."""
         m, d, nw = self.model, self.d, self.nw
@@ -250,6 +252,8 @@ class ReactionSolver:
             else:
                 load(bb, pb, value * axis)
                 load(a, pb, -value * axis)
+        for i, p in enumerate(() if user is None else user[0]):
+            load(int(m.point_body[p]), P[k, p], user[1][k, i])
 
 
 def reactions(f, times, Q, QD, QDD, actuators: dict | None = None,
@@ -271,19 +275,21 @@ def reactions(f, times, Q, QD, QDD, actuators: dict | None = None,
     m, d = f.model, f.dim
     motion = f.body_motion(Q, QD, QDD)
     P, PV = f.point_trajectory(Q, QD)
+    user = user_point_loads(m, times, P, PV)
     X = np.zeros((len(times), solver.n_unknown))
     residual = np.zeros(len(times))
     if reference:
         for k, t in enumerate(times):
             F = m.functions.evaluate(t) if len(m.functions) else np.zeros((0, 3))
-            X[k], residual[k] = solver.solve_step(motion, k, P, PV, F)
+            X[k], residual[k] = solver.solve_step(motion, k, P, PV, F, user)
     else:
         from .reactions_kernel import reaction_run, tables
         n, nb = len(times), m.n_body
         c = np.ascontiguousarray
         reaction_run(tables(solver), c(times, float), c(motion["R"]), c(motion["com"]),
                      c(motion["com_dd"]), c(motion["omega"]).reshape(n, nb, solver.nt),
-                     c(motion["alpha"]).reshape(n, nb, solver.nt), c(P), c(PV), X, residual)
+                     c(motion["alpha"]).reshape(n, nb, solver.nt), c(P), c(PV), *user,
+                     X, residual)
     out = {}
     fl = "xyz"[:d]
     tl = ["z"] if d == 2 else list("xyz")
@@ -315,6 +321,30 @@ def reactions(f, times, Q, QD, QDD, actuators: dict | None = None,
             for i, c in enumerate(tl):
                 out[f"effort.{name}.torque_{c}"] = X[:, c0 + d + i]
     return out, residual
+
+
+def user_point_loads(m, times, P, PV) -> tuple[np.ndarray, np.ndarray]:
+    """The user forces of model ``m`` along a trajectory (P, PV: point positions and
+    velocities (n, n_point, d) at ``times``): their points (n_up,) and the world forces on them
+    (n, n_up, d), each user function called once per sample."""
+    points = np.array([p for _, idx, _ in m.user_forces for p in idx], np.int64)
+    forces = np.zeros((len(times), len(points), m.dim))
+    first = 0
+    for name, idx, function in m.user_forces:
+        last = first + len(idx)
+        for k, t in enumerate(times):
+            out = np.zeros((len(idx), m.dim))
+            try:
+                function(float(t), P[k, idx], PV[k, idx], out)
+            except Exception as exc:
+                raise ModelError(f"user force {name!r} raised {type(exc).__name__} at t = "
+                                 f"{t:.6g} s: {exc}", location="user_forces") from exc
+            if not np.isfinite(out).all():
+                raise ModelError(f"user force {name!r} returned a non-finite force at t = "
+                                 f"{t:.6g} s", location="user_forces")
+            forces[k, first:last] = out
+        first = last
+    return points, forces
 
 
 def _effort(solver, X, j, comp, motion, n):

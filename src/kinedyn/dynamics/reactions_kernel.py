@@ -13,8 +13,8 @@ and solves them for every sample of a trajectory in compiled code:
   fixed direction, a torque or force along a joint axis (rotated by its body), or, for a rod, a
   force across its line;
 * the right-hand side is the inertial minus the applied loads of each body (gravity, point
-  forces, spring-dampers with their actuators, joint forces), the functions of time evaluated
-  in the kernel.
+  forces, spring-dampers with their actuators, joint forces, user forces), the functions of
+  time evaluated in the kernel (the user forces, Python or Numba code, before it).
 
 Each sample is solved in the least-squares sense (LAPACK ``gelsd``, minimum norm with the same
 rank cutoff as the reference), so redundant constraints get the same minimum-norm reactions.
@@ -57,6 +57,7 @@ class ReactionTables(NamedTuple):
     r_pa: np.ndarray        # rods: points a, b
     r_pb: np.ndarray
     body_com: np.ndarray    # (n_body, d) centre of mass in the body frame
+    point_body: np.ndarray  # (n_point,) body of each point
     pf_body: np.ndarray     # point forces: body, point, component functions (n_pf, d), frame
     pf_point: np.ndarray
     pf_fn: np.ndarray
@@ -120,6 +121,7 @@ def tables(solver) -> ReactionTables:
         np.array([x[5] for x in w], float), ints(w, 6), ints(w, 7),
         ints(r, 0), ints(r, 1), ints(r, 2), np.array([x[3] for x in r], float).reshape(-1, 3),
         ints(r, 4), ints(r, 5), np.asarray(m.body_com, float).reshape(m.n_body, d),
+        np.asarray(m.point_body, np.int64),
         np.asarray(m.point_force_body, np.int64), np.asarray(m.point_force_point, np.int64),
         np.asarray(m.point_force_function, np.int64).reshape(-1, d),
         (np.asarray(m.point_force_frame) == FRAME_CODE["body"]).astype(np.int64),
@@ -226,11 +228,14 @@ def _load(b, body, nw, d, arm, f, tau, sign):
 
 
 @nb.njit(cache=True, nogil=True)
-def reaction_run(tb, times, R, com, acc, omega, alpha, P, PV, X, residual):
+def reaction_run(tb, times, R, com, acc, omega, alpha, P, PV, user_points, user_forces, X,
+                 residual):
     """Reactions of every sample k into X[k] (n_unknown) and max |A x - b| into residual[k].
 
     R (n, n_body, d, d), com and acc (n, n_body, d) centres of mass and their accelerations,
-    omega and alpha (n, n_body, nt), P and PV (n, n_point, d) point positions and velocities.
+    omega and alpha (n, n_body, nt), P and PV (n, n_point, d) point positions and velocities,
+    user_points (n_up,) and user_forces (n, n_up, d) the user forces
+    (:func:`.reactions.user_point_loads`).
     """
     d, nw = tb.d, tb.nw
     nb_ = tb.n_body
@@ -288,6 +293,13 @@ def reaction_run(tb, times, R, com, acc, omega, alpha, P, PV, X, residual):
                     f[c] = e[c]
             for c in range(d):
                 arm[c] = P[k, tb.pf_point[i], c] - com[k, body, c]
+            _load(b, body, nw, d, arm, f, zero, 1.0)
+        for i in range(user_points.shape[0]):
+            p = user_points[i]
+            body = tb.point_body[p]
+            for c in range(d):
+                f[c] = user_forces[k, i, c]
+                arm[c] = P[k, p, c] - com[k, body, c]
             _load(b, body, nw, d, arm, f, zero, 1.0)
         for i in range(tb.sp_pa.shape[0]):
             pa, pb = tb.sp_pa[i], tb.sp_pb[i]

@@ -22,10 +22,10 @@ def channel_names(f) -> list[str]:
 
 def _conserves_energy(f) -> bool:
     """True for a model whose total energy (kinetic, gravity, springs) is constant: no
-    drivers, dampers, applied forces or actuators."""
+    drivers, dampers, applied forces, actuators or user forces."""
     d = f.data
     loads = [getattr(d, k, None) for k in ("pf_ent", "jf_ent", "sp_c", "sp_fn")]
-    if any(x is None for x in loads) or len(f.model.driver_name):
+    if any(x is None for x in loads) or len(f.model.driver_name) or f.model.user_forces:
         return False  # (a formulation without these arrays: not judged)
     pf_ent, jf_ent, sp_c, sp_fn = loads
     return len(pf_ent) == 0 and len(jf_ent) == 0 and not np.any(sp_c) and np.all(sp_fn < 0)

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import ModelError
 from .tape import TapeTable, first_nonpositive, first_undefined
+from .user_forces import UserForceFailure, failure
 
 # integer codes of joint types, driver kinds and force frames used in compiled arrays
 JOINT_CODE = {"revolute": 0, "prismatic": 1, "fixed": 2, "rod": 3, "spherical": 4,
@@ -242,8 +243,9 @@ class functions_defined:  # noqa: N801 (used as a context: ``with functions_defi
     """Context turning a ZeroDivisionError (or a LinAlgError: a NaN in compiled LAPACK) of
     compiled code into a :class:`ModelError` that names the function of time that was
     undefined and the first of ``times`` (those the code evaluated: steps, stages; or a
-    function returning them, called only then) where it was (:func:`undefined`). Any other such
-    error passes on as it is. A plain class: entered at every one-step ``solve()``, it costs a
+    function returning them, called only then) where it was (:func:`undefined`); and a failed
+    user force (:class:`.user_forces.UserForceFailure`) into one that names the force. Any
+    other such error passes on as it is. A plain class: entered at every one-step ``solve()``, it costs a
     fraction of a microsecond."""
     __slots__ = ("model", "times")
 
@@ -254,6 +256,8 @@ class functions_defined:  # noqa: N801 (used as a context: ``with functions_defi
         return self
 
     def __exit__(self, kind, exc, traceback) -> bool:
+        if kind is not None and issubclass(kind, UserForceFailure):
+            raise ModelError(failure(self.model), location="user_forces") from None
         # a zero divisor raises; a NaN reaches compiled LAPACK, which refuses it
         if kind is None or not issubclass(kind, (ZeroDivisionError, np.linalg.LinAlgError)):
             return False

@@ -166,8 +166,9 @@ class UserForce:
 
     ``points`` lists ``(body, point)`` pairs. ``function(t, p, v, f)`` receives the world
     positions ``p (n, dim)`` and velocities ``v (n, dim)`` of those points and writes the world
-    forces ``f (n, dim)`` acting on them. Decorate it with ``numba.njit`` to run inside compiled
-    simulation loops; a plain Python function works with the step-by-step runners.
+    forces ``f (n, dim)`` acting on them. Numba compiles it into the force kernels
+    (:mod:`kinedyn.model.user_forces`): an ``numba.njit`` function or a plain function Numba
+    can compile.
     """
     name: str
     points: list

@@ -16,6 +16,7 @@ from ...errors import coordinates
 from ...model.compiled import CompiledModel
 from ...model.tape import MAX_STACK, eval_tape
 from ...model.tape_codegen import program_arrays
+from ...model.user_forces import compile_user_force
 from . import kernels  # noqa: F401  (registers the protocol overloads)
 from .codegen import compile_rows
 from .data import (EntityTable, NaturalData, NaturalWork, RowSet, function_tapes, gravity_force,
@@ -123,6 +124,10 @@ class Natural:
             ids = [table.id(e) for e in eq.entities] + [-1] * (3 - len(eq.entities))
             jf_kind.append(0 if eq.kind == ANGLE else 1)
             jf_ent.append(ids)
+        # user forces: compiled wrappers, called through their addresses
+        user = [compile_user_force(name, fn, len(idx), d) for name, idx, fn in m.user_forces]
+        uf_ent = [self.point_entity[p] for _, idx, _ in m.user_forces for p in idx]
+        uf_start = np.cumsum([0] + [len(idx) for _, idx, _ in m.user_forces])
         as_int = lambda x, shape: np.array(x, np.int64).reshape(shape)  # noqa: E731
         return dict(pf_ent=as_int(pf_ent, (-1,)), pf_fn=as_int(m.point_force_function, (-1, d)),
                     pf_frame=as_int(m.point_force_frame, (-1,)), pf_axes=as_int(pf_axes, (-1, d)),
@@ -131,7 +136,9 @@ class Natural:
                     sp_l0=np.asarray(m.spring_free_length, float),
                     sp_fn=as_int(m.spring_function, (-1,)), jf_kind=as_int(jf_kind, (-1,)),
                     jf_ent=as_int(jf_ent, (-1, 3)),
-                    jf_fn=as_int(m.joint_force_function, (-1,)))
+                    jf_fn=as_int(m.joint_force_function, (-1,)),
+                    uf_code=as_int([k.address for k in user], (-1,)),
+                    uf_start=as_int(uf_start, (-1,)), uf_ent=as_int(uf_ent, (-1,)))
 
     def _entity_matrix(self):
         """E (n_e*d x n_q) and c (n_e*d) with entity values = (E q + c).reshape(n_e, d)."""

@@ -64,6 +64,9 @@ class NaturalData(NamedTuple):
     jf_kind: np.ndarray      # (n_jf,) 0 angle, 1 displacement
     jf_ent: np.ndarray       # (n_jf, 3)
     jf_fn: np.ndarray        # (n_jf,)
+    uf_code: np.ndarray      # (n_uf,) addresses of the user forces' wrappers (model.user_forces)
+    uf_start: np.ndarray     # (n_uf + 1,) their points: uf_ent[uf_start[i]:uf_start[i + 1]]
+    uf_ent: np.ndarray       # (n_up,) point entities
 
 
 class RowSet(NamedTuple):
@@ -92,6 +95,9 @@ class NaturalWork(NamedTuple):
     counter: np.ndarray  # (1,) call counter
     nothing: np.ndarray  # (0,) stands for an output a kernel does not write
     phi: np.ndarray    # (n_c,) where Phi_q alone's generated code writes the Phi it computes too
+    up: np.ndarray     # (n_up * d,) user-force points' positions, velocities, forces (flat: the
+    uv: np.ndarray     # wrappers read C arrays)
+    uo: np.ndarray
 
 
 def make_work(data: NaturalData) -> NaturalWork:
@@ -102,7 +108,8 @@ def make_work(data: NaturalData) -> NaturalWork:
                        np.zeros((len(data.fn_start) - 1, 3)),
                        np.zeros(2), np.zeros((n_e, d)), np.zeros((n_e, d)),
                        np.zeros(n_e, np.int64), np.zeros(n_e, np.int64), np.zeros(1, np.int64),
-                       np.zeros(0), np.zeros(len(data.con_kind)))
+                       np.zeros(0), np.zeros(len(data.con_kind)),
+                       *(np.zeros(len(data.uf_ent) * d) for _ in range(3)))
 
 
 class EntityTable:

@@ -39,6 +39,8 @@ from numba.core import types as types_nb
 from ..._jit import INLINED, INLINED_WORKER, WORKER, overload_inlined
 from ..._llvm import c_float64, call
 from ...model.tape_codegen import functions_at
+from ...model.user_forces import OK as USER_FORCE_OK
+from ...model.user_forces import UserForceFailure
 from .. import protocol
 from .codegen import GAMMA, PHI, PHI_JAC, PHI_T
 from .data import NaturalData
@@ -462,8 +464,10 @@ def _entity_value(ent_const, ent_start, ent_block, ent_alpha, ent_beta, d, e, q,
 
 @nb.njit(**_WORKER)
 def _forces_w(dims, ec, es, eb, ea, ebt, gravity_q, pf_ent, pf_fn, pf_frame, pf_axes, sp_ent,
-              sp_k, sp_c, sp_l0, sp_fn, jf_ent, jf_kind, jf_fn, fval, ev, ed, g, q, qd, out):
-    """Q = gravity + point forces + spring-dampers (+ actuators) + joint forces."""
+              sp_k, sp_c, sp_l0, sp_fn, jf_ent, jf_kind, jf_fn, uf_code, uf_start, uf_ent, up, uv,
+              uo, fval, ev, ed, g, q, qd, t, out):
+    """Q = gravity + point forces + spring-dampers (+ actuators) + joint forces + user
+    forces."""
     d = len(dims)
     _copy(gravity_q, out)
     for i in range(pf_ent.shape[0]):
@@ -512,11 +516,27 @@ def _forces_w(dims, ec, es, eb, ea, ebt, gravity_q, pf_ent, pf_fn, pf_frame, pf_
             for k in range(d):
                 g[s, k] *= tau
             _scatter_force(es, eb, ea, ebt, d, jf_ent[i, s], g, s, out)
+    for i in range(uf_code.shape[0]):  # user forces: world forces on their points
+        first, last = uf_start[i], uf_start[i + 1]
+        for s in range(first, last):
+            _entity_value(ec, es, eb, ea, ebt, d, uf_ent[s], q, ev, 0)
+            _entity(es, eb, ea, ebt, d, uf_ent[s], qd, ed, 0)
+            for k in range(d):
+                up[d * s + k] = ev[0, k]
+                uv[d * s + k] = ed[0, k]
+        status = call(uf_code[i], (up, uv, uo), (d * first, d * first, d * first), (t,))
+        if status != USER_FORCE_OK:
+            raise UserForceFailure()
+        for s in range(first, last):
+            for k in range(d):
+                g[0, k] = uo[d * s + k]
+            _scatter_force(es, eb, ea, ebt, d, uf_ent[s], g, 0, out)
 
 
 @nb.njit(**_WRAP)
 def natural_forces(data, work, q, qd, t, out):
-    if data.pf_ent.shape[0] + data.sp_ent.shape[0] + data.jf_ent.shape[0] == 0:
+    if data.pf_ent.shape[0] + data.sp_ent.shape[0] + data.jf_ent.shape[0] + \
+            data.uf_code.shape[0] == 0:
         _copy(data.gravity_q, out)  # gravity only: the worker's call (26 arrays) cost 90 ns
     else:
         _time(data, work, t)
@@ -524,7 +544,8 @@ def natural_forces(data, work, q, qd, t, out):
             data.ent_const, data.ent_start, data.ent_block, data.ent_alpha, data.ent_beta,
             data.gravity_q, data.pf_ent, data.pf_fn, data.pf_frame, data.pf_axes, data.sp_ent,
             data.sp_k, data.sp_c, data.sp_l0, data.sp_fn, data.jf_ent, data.jf_kind, data.jf_fn,
-            work.fval, work.ev, work.ed, work.g, q, qd, out))
+            data.uf_code, data.uf_start, data.uf_ent, work.up, work.uv, work.uo,
+            work.fval, work.ev, work.ed, work.g, q, qd, t, out))
 
 
 _JIT = protocol.JIT
