@@ -101,6 +101,36 @@ def test_analyses_refuse_bad_settings_before_running():
         Dynamics(free).simulate(0.05, 0.01, record_every=3)
 
 
+@pytest.mark.parametrize("method, options, named", [
+    ("hdca", {"baumgarte": (1.0, 2.0)}, "baumgarte=(1.0, 2.0) (read by augmented, projection, "
+                                        "partitioning)"),
+    ("hdca", {"solver": "sparse"}, "solver='sparse'"),
+    ("projection", {"penalty": {"rho": 10.0}}, "penalty="),
+    ("augmented", {"hht_alpha": -0.5}, "hht_alpha=-0.5 (read by index3)"),
+    ("index3", {"integrator": "bogus"}, "integrator='bogus'"),
+    ("index3", {"solver": "dense"}, "solver='dense'"),
+    ("embedded", {"influence_limit": 3.0}, "influence_limit=3.0 (read by partitioning)"),
+])
+def test_an_option_the_method_does_not_read_is_an_error(method, options, named):
+    """A run would silently go without it (Baumgarte factors on HDCA, a solver for index3)."""
+    from kinedyn.dynamics import Dynamics
+    from kinedyn.models import get
+    with pytest.raises(ModelError, match=f"method '{method}' does not use "
+                       + named.replace("(", r"\(").replace(")", r"\)")):
+        Dynamics(get("four-bar").compile(), method=method, **options)
+
+
+def test_the_options_a_method_reads_and_its_defaults_are_accepted():
+    from kinedyn.dynamics import Dynamics
+    from kinedyn.models import get
+    four_bar = get("four-bar").compile()
+    run = Dynamics(four_bar, method="index3", integrator="hht", baumgarte=[0, 0],
+                   hht_alpha=-0.2).simulate(0.01, 0.001)
+    assert run.summary["solver"] == "dense LU (HHT Newton iteration)"  # its own, not 'schur'
+    assert Dynamics(four_bar, method="partitioning", influence_limit=2.0, solver="dense",
+                    baumgarte=(1.0, 1.0)).simulate(0.01, 0.001).summary["solver"] == "dense"
+
+
 @pytest.mark.parametrize("record_every", [0, 0.5, 2.7, -1, "3"])
 def test_every_run_refuses_a_record_interval_that_is_not_a_whole_number(record_every):
     """HDCA and joint-coordinate runs check ``record_every`` as the natural-coordinate runs do

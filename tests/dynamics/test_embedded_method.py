@@ -13,6 +13,17 @@ def test_model_without_a_symbolic_plan_is_a_clear_error():
         Dynamics(kinedyn.models.get("double-pendulum").compile(), method="embedded")
 
 
+@pytest.mark.parametrize("symbolic, message", [
+    ("abc", "symbolic= takes a dict of embedded-dynamics options .* got 'abc'"),
+    ({"bogus": 1}, "unknown embedded-dynamics option.s. 'bogus'; the options are absolute, "
+                   ".* and the plan's order, time_limit"),
+    ({"tol": 1e-3}, "symbolic=.*tol is an argument of Dynamics itself"),
+])
+def test_bad_symbolic_options_are_named(symbolic, message):
+    with pytest.raises(ModelError, match=message):
+        Dynamics(kinedyn.models.get("four-bar").compile(), method="embedded", symbolic=symbolic)
+
+
 def test_unknown_integrator_is_named_before_anything_is_derived():
     """Through Dynamics and the method itself: the error lists the integrators the generated
     run loop has ('reference' runs on the partitioned ODE only)."""

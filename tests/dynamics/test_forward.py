@@ -247,7 +247,7 @@ def test_a_system_is_accepted_and_other_objects_are_refused():
     system = kinedyn.models.get("four-bar")
     r = Dynamics(system, method="projection").simulate(t_end=0.01, dt=1e-3)
     assert r.q.shape[0] == 11
-    with pytest.raises(TypeError, match="System, a CompiledModel"):
+    with pytest.raises(TypeError, match="expected a kinedyn System or CompiledModel"):
         Dynamics(42)
 
 

@@ -75,7 +75,7 @@ class Mechanism:
                     for m in self.methods]
         if "hdca" in self.methods:
             return []
-        return [Dynamics(model, method="index3", integrator="hht", solver="dense")]
+        return [Dynamics(model, method="index3")]
 
 
 def mechanisms(chain_sizes, spatial: bool = False) -> list[Mechanism]:

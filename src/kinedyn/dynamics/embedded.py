@@ -82,6 +82,15 @@ class EmbeddedMethod:
                     f"registered (models with one: {', '.join(sorted(SYMBOLIC_OPTIONS))}); pass "
                     "symbolic={'absolute': [...], ...} to derive one (kinedyn.symbolic)")
             options = SYMBOLIC_OPTIONS[m.name]
+        if not isinstance(options, dict):
+            raise ModelError("symbolic= takes a dict of embedded-dynamics options (absolute, "
+                             f"joint_angles, ...; kinedyn.symbolic), got {options!r}")
+        taken = sorted(set(options) & {"tol", "max_iter", "integrator", "record", "baselines",
+                                       "warm_up"})
+        if taken:
+            raise ModelError(f"symbolic={{...}}: {', '.join(taken)} "
+                             f"{'is an argument' if len(taken) == 1 else 'are arguments'} of "
+                             "Dynamics itself, not a symbolic option")
         self.repartition = bool(options.get("repartition"))
         _known("integrator", integrator, INTEGRATORS)
         self.code = INTEGRATORS[integrator]

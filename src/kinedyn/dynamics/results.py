@@ -46,10 +46,12 @@ class DynamicResults(Results):
         scale = max(abs(total[0]), float(np.abs(E["kinetic"]).max()), 1e-300)
         self.energy = {**E, "total": total}
         simulated = n_steps * dt
+        from .simulation import OWN_SOLVER  # (simulation imports this module)
         summary = {
             "model": f.model.name, "analysis": "dynamics", "formulation": f.name,
             "method": dyn.method, "integrator": dyn.integrator_run,
-            "solver": dyn.solver_name, "coordinates": f.n_q, "constraints": f.n_c,
+            "solver": OWN_SOLVER.get(dyn.method, dyn.solver_name), "coordinates": f.n_q,
+            "constraints": f.n_c,
             "degrees_of_freedom": dyn.dof,
             "redundant_constraints": [f.constraint_names[r] for r in dyn.redundant],
             "t0": float(times[0]), "t_end": float(times[-1]), "dt": dt, "steps": n_steps,

@@ -41,8 +41,47 @@ METHODS = ("augmented", "projection", "partitioning", "penalty", "index3", "hdca
 # methods whose built state is plain arrays in (named) tuples, kept for the next run's start
 # (see Dynamics._initial_state); what _build sets for them:
 KEPT_METHODS = ("augmented", "projection", "partitioning", "penalty")
+#: the options each method reads (besides tol, max_iter, q0, qd0, t0); setting another one is
+#: an error, since the run would silently go without it
+METHOD_OPTIONS = {
+    "augmented": {"integrator", "solver", "baumgarte"},
+    "projection": {"integrator", "solver", "baumgarte"},
+    "partitioning": {"integrator", "solver", "baumgarte", "influence_limit"},
+    "penalty": {"integrator", "solver", "penalty"},
+    "index3": {"hht_alpha"},
+    "hdca": {"integrator"},
+    "embedded": {"integrator", "symbolic"},
+}
+#: the linear algebra of the methods that do not take ``solver`` (the results' summary reports
+#: it instead of ``solver_name``, which only :meth:`Dynamics.acceleration_evaluator` uses there)
+OWN_SOLVER = {"index3": "dense LU (HHT Newton iteration)", "hdca": "HDCA recursion",
+              "embedded": "generated code of the symbolic plan"}
 BUILT = ("system", "sys_work", "y", "n_pos", "independent", "dependent")
 SOLVERS = ("schur", "sparse", "dense")
+
+
+def _require_used_options(method: str, **given) -> None:
+    """ModelError naming the options set away from their defaults that ``method`` does not
+    read (:data:`METHOD_OPTIONS`), and the methods that do."""
+    defaults = {"integrator": "rk4", "solver": None, "baumgarte": (0.0, 0.0), "penalty": None,
+                "hht_alpha": -0.1, "influence_limit": 1.5, "symbolic": None}
+    if method == "index3" and given["integrator"] == "hht":
+        given["integrator"] = "rk4"  # naming its own integrator is fine
+    unused = []
+    for name, value in given.items():
+        try:
+            same = value is defaults[name] or bool(np.all(np.asarray(value, dtype=object)
+                                                          == np.asarray(defaults[name],
+                                                                        dtype=object)))
+        except (TypeError, ValueError):
+            same = False
+        if not same and name not in METHOD_OPTIONS[method]:
+            users = [m for m in METHODS if name in METHOD_OPTIONS[m]]
+            unused.append(f"{name}={value!r} (read by {', '.join(users)})")
+    if unused:
+        raise ModelError(f"method {method!r} does not use {'; '.join(unused)}: remove "
+                         f"{'it' if len(unused) == 1 else 'them'} or choose a method that "
+                         "reads it")
 
 
 def _penalty_settings(given) -> dict:
@@ -132,6 +171,9 @@ class Dynamics:
                  influence_limit: float = 1.5, symbolic: dict | None = None):
         if method not in METHODS:
             raise UnknownNameError("dynamics method", method, METHODS)
+        _require_used_options(method, integrator=integrator, solver=solver,
+                              baumgarte=baumgarte, penalty=penalty, hht_alpha=hht_alpha,
+                              influence_limit=influence_limit, symbolic=symbolic)
         self.f = f = formulation_for(model)
         mass = getattr(f, "mass_dense", None)  # formulations with a constant mass matrix
         if solver is None:

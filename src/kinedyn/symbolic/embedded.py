@@ -15,6 +15,7 @@ Only q_i and q_i' are integrated (explicit Euler as in the thesis, or RK4).
 """
 from __future__ import annotations
 
+import inspect
 import time as _time
 
 import numpy as np
@@ -31,6 +32,11 @@ from .blockwise import blockwise_kernels, uncoupled
 from .projection import projection_source
 from .kernels import _reads, coordinate_symbols, generate, trig_symbols
 from .triangular import make_plan
+
+#: the keyword options of the plan (:func:`.triangular.make_plan`) that the embedded dynamics
+#: pass on
+PLAN_OPTIONS = tuple(name for name, p in inspect.signature(make_plan).parameters.items()
+                     if p.kind == p.KEYWORD_ONLY and name != "tol")  # (tol: the dynamics')
 
 INTEGRATORS = {"euler": 0, "rk4": 1, "semi-implicit-euler": 2}
 
@@ -111,6 +117,13 @@ class EmbeddedDynamics:
                  record=None, warm_up: bool = True, repartition: bool = False,
                  influence_limit: float = 1.5, **plan_options):
         from .analysis import POSITION_SOLVERS
+        unknown = sorted(set(plan_options) - set(PLAN_OPTIONS))
+        if unknown:
+            known = sorted(set(inspect.signature(EmbeddedDynamics).parameters) - {"model",
+                                                                                  "plan_options"})
+            raise ModelError(f"unknown embedded-dynamics option(s) "
+                             f"{', '.join(map(repr, unknown))}; the options are "
+                             f"{', '.join(known)} and the plan's {', '.join(PLAN_OPTIONS)}")
         if not influence_limit > 0:
             raise ModelError(f"influence_limit must be > 0, got {influence_limit!r}")
         # what a partition of the same mechanism is built from (see _partition)
