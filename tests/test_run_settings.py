@@ -68,6 +68,10 @@ def test_analyses_refuse_bad_settings_before_running():
     with pytest.raises(ModelError,
                        match=r"q_guess needs 4 finite numbers \(crank.B=coupler.A.x, "):
         kin.solve(0.1, [0.0, 0.0])
+    with pytest.raises(ModelError, match=r"q_guess needs 4 .* with non-finite entries"):
+        kin.solve(0.1, [0.0, float("nan"), 0.0, 0.0])  # (was a failed Newton iteration)
+    with pytest.raises(ModelError, match=r"q_guess needs 4 finite numbers .* got 'abc'"):
+        kin.solve(0.1, "abc")  # (was a bare ValueError from NumPy)
     with pytest.raises(ModelError, match=r"initial guess of the coordinates needs 4 finite "
                                          r"numbers .* got shape \(2,\)"):
         Kinematics(driven, q_guess=[0.0, 0.0])

@@ -263,14 +263,14 @@ class Kinematics:
             return assemble(self.f, q_guess, t, self.tol, self.work, pose_time=pose_time)
 
     # ---- one time ---------------------------------------------------------------------------
-    def solve(self, t: float, q_guess=None, qd_known=None) -> KinematicState:
+    def solve(self, t: float, q_guess=None) -> KinematicState:
         """Positions (from ``q_guess``, default the last assembly), velocities, accelerations."""
         check_number("t", t, -math.inf)
         if self._distance_driven:  # (a run checks all its times up front: simulate)
             require_positive_distances(self.model, [t])
-        start = (self.q_assembled if q_guess is None else np.asarray(q_guess, float))
-        if start.shape != self.q_assembled.shape:  # the compiled step does not check bounds
-            coordinates(self.f, start, "q_guess")
+        # (a NaN guess would only show as a failed Newton iteration; the compiled step does not
+        # check bounds)
+        start = self.q_assembled if q_guess is None else coordinates(self.f, q_guess, "q_guess")
         for attempt in range(2):
             q = start.copy()
             qd = np.zeros(self.f.n_q)
