@@ -85,8 +85,11 @@ class EmbeddedMethod:
         if not isinstance(options, dict):
             raise ModelError("symbolic= takes a dict of embedded-dynamics options (absolute, "
                              f"joint_angles, ...; kinedyn.symbolic), got {options!r}")
-        taken = sorted(set(options) & {"tol", "max_iter", "integrator", "record", "baselines",
-                                       "warm_up"})
+        # what this method gives the generated dynamics itself (and the integrator, which it
+        # steps with its own code): not for symbolic= to set
+        own = {"tol": tol, "max_iter": max_iter, "record": self._outputs, "baselines": False,
+               "warm_up": False}
+        taken = sorted(set(options) & (set(own) | {"integrator"}))
         if taken:
             raise ModelError(f"symbolic={{...}}: {', '.join(taken)} "
                              f"{'is an argument' if len(taken) == 1 else 'are arguments'} of "
@@ -104,8 +107,7 @@ class EmbeddedMethod:
             self.emb = hit[1]          # derivation and code generation take tens of seconds
         else:
             try:
-                self.emb = EmbeddedDynamics(m, tol=tol, max_iter=max_iter, record=self._outputs,
-                                            baselines=False, warm_up=False, **options)
+                self.emb = EmbeddedDynamics(m, **own, **options)
             except ModelError as err:
                 raise ModelError(f"method 'embedded' on {m.name!r}: {err}") from err
             _GENERATED[key] = (m, self.emb)

@@ -9,6 +9,7 @@ True
 """
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Mapping
 
@@ -63,16 +64,15 @@ SOLVERS = ("schur", "sparse", "dense")
 def _require_used_options(method: str, **given) -> None:
     """ModelError naming the options set away from their defaults that ``method`` does not
     read (:data:`METHOD_OPTIONS`), and the methods that do."""
-    defaults = {"integrator": "rk4", "solver": None, "baumgarte": (0.0, 0.0), "penalty": None,
-                "hht_alpha": -0.1, "influence_limit": 1.5, "symbolic": None}
+    defaults = inspect.signature(Dynamics).parameters  # (one place for them: the signature)
     if method == "index3" and given["integrator"] == "hht":
-        given["integrator"] = "rk4"  # naming its own integrator is fine
+        del given["integrator"]  # naming its own integrator is fine
     unused = []
     for name, value in given.items():
+        default = defaults[name].default
         try:
-            same = value is defaults[name] or bool(np.all(np.asarray(value, dtype=object)
-                                                          == np.asarray(defaults[name],
-                                                                        dtype=object)))
+            same = value is default or bool(np.all(np.asarray(value, dtype=object)
+                                                   == np.asarray(default, dtype=object)))
         except (TypeError, ValueError):
             same = False
         if not same and name not in METHOD_OPTIONS[method]:
@@ -81,7 +81,7 @@ def _require_used_options(method: str, **given) -> None:
     if unused:
         raise ModelError(f"method {method!r} does not use {'; '.join(unused)}: remove "
                          f"{'it' if len(unused) == 1 else 'them'} or choose a method that "
-                         "reads it")
+                         f"reads {'it' if len(unused) == 1 else 'them'}")
 
 
 def _penalty_settings(given) -> dict:
