@@ -141,3 +141,26 @@ def test_bad_actuators_are_named():
         inverse_dynamics(m, ["P9"], t_end=0.01, dt=1e-3)
     with pytest.raises(ModelError, match="cannot produce"):
         inverse_dynamics(m, ["P1", "P2"], t_end=0.01, dt=1e-3)
+
+
+def test_redundant_actuators_are_named_and_their_split_does_the_work():
+    """Two actuated freedoms on a one-dof four-bar: the efforts are not unique (a warning names
+    both); the minimum-norm split still satisfies Newton-Euler, and its power
+    tau_A (w_b - w_a) + tau_B (w_b - w_a) equals the rate of change of the energy."""
+    m = kinedyn.models.get("four-bar-driven").compile()
+    with pytest.warns(UserWarning, match="A:angle, B:angle are not unique"):
+        res = inverse_dynamics(m, "A, B", t_end=0.5, dt=1e-3)
+    assert res.summary["undetermined_efforts"] == ["A:angle", "B:angle"]
+    assert res.summary["max_newton_euler_residual"] < 1e-9
+    f = res.kin.analysis.f
+    omega = f.body_motion(res.kin.q, res.kin.qd, res.kin.qdd)["omega"].reshape(len(res.time), -1)
+    power = sum(res.channel(f"effort.{j}") * (omega[:, m.joint_body_b[i]] -
+                                             omega[:, m.joint_body_a[i]])
+                for i, j in enumerate(m.joint_name) if j in ("A", "B"))
+    E = f.energies(res.kin.q, res.kin.qd)
+    np.testing.assert_allclose(np.gradient(E["kinetic"] + E["gravity"], res.time)[2:-2],
+                               power[2:-2], rtol=1e-3, atol=1e-3 * np.abs(power).max())
+    # one actuator per degree of freedom: unique, no warning; a string is one name, not letters
+    single = inverse_dynamics(m, "A", t_end=0.5, dt=1e-3)
+    assert single.summary["undetermined_efforts"] == []
+    assert single.summary["actuators"] == ["A"]

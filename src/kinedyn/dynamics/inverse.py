@@ -6,8 +6,10 @@ Newton-Euler equations of every body (:mod:`.reactions`) with the *actuated join
 unknowns: with ``actuators`` given, the drivers only prescribe the motion and transmit nothing,
 so a pose-driven Stewart platform gives the forces of its six legs (or the torques of its six
 rotary actuators) rather than a wrench on its platform. With as many independent actuators as
-the undriven mechanism has degrees of freedom the efforts are unique; the Newton-Euler residual
-says when they are not (too few actuators, or an actuator singularity).
+the undriven mechanism has degrees of freedom the efforts are unique. Too few actuators (or an
+actuator singularity) show as a Newton-Euler residual: an error. Too many (redundant actuation)
+leave the efforts undetermined: the null space of the equations says which, a warning names
+them, and the minimum-norm split is reported.
 
 For a model whose drivers are the actuators themselves (a driven crank), ``actuators=None``
 reports the efforts of the drivers (``effort.<driver>``): equivalently the driver constraints'
@@ -16,6 +18,7 @@ multipliers.
 from __future__ import annotations
 
 import time as _time
+import warnings
 
 import numpy as np
 
@@ -23,14 +26,16 @@ from ..errors import ModelError, UnknownNameError
 from ..io.results import Results
 from ..kinematics.analysis import Kinematics
 from ..model.compiled import COMPONENT_CODE, JOINT_CODE
-from .reactions import reactions
+from .reactions import ReactionSolver, reactions, undetermined_efforts
 
 _DEFAULT_COMPONENT = {JOINT_CODE["revolute"]: "angle", JOINT_CODE["prismatic"]: "displacement"}
 
 
 def parse_actuators(model, actuators) -> dict[int, set[int]]:
-    """``["P1", "R2:angle", ...]`` -> {joint index: {component code}} (revolute: angle,
-    prismatic: displacement; others need ``joint:component``)."""
+    """``["P1", "R2:angle", ...]`` or ``"P1, R2:angle"`` -> {joint index: {component code}}
+    (revolute: angle, prismatic: displacement; others need ``joint:component``)."""
+    if isinstance(actuators, str):  # one name or a comma-separated list, not its letters
+        actuators = [a.strip() for a in actuators.split(",") if a.strip()]
     out: dict[int, set[int]] = {}
     for spec in actuators:
         name, _, comp = str(spec).partition(":")
@@ -76,6 +81,13 @@ def inverse_dynamics(model, actuators=None, *, t_end: float, dt: float, t0: floa
                "max_effort": {k[len("effort."):]: float(np.abs(v).max())
                               for k, v in efforts.items()},
                "max_newton_euler_residual": float(residual.max(initial=0.0))}
+    summary["undetermined_efforts"] = _undetermined(f, act, kin)
+    if summary["undetermined_efforts"]:
+        warnings.warn(
+            f"inverse dynamics of {f.model.name!r}: the efforts of "
+            f"{', '.join(summary['undetermined_efforts'])} are not unique (more actuated "
+            "freedoms than the undriven mechanism has degrees of freedom, or an actuator "
+            "singularity); the minimum-norm split is reported", stacklevel=2)
     if summary["max_newton_euler_residual"] > 1e-6 * scale:
         raise ModelError(
             f"inverse dynamics of {f.model.name!r}: the actuators {summary['actuators']} cannot "
@@ -83,3 +95,17 @@ def inverse_dynamics(model, actuators=None, *, t_end: float, dt: float, t0: floa
             f"{summary['max_newton_euler_residual']:.3g}); give one actuated freedom per "
             "degree of freedom of the undriven mechanism, away from actuator singularities")
     return InverseResults(kin, kin.time, out, summary)
+
+
+def _undetermined(f, actuators, kin) -> list[str]:
+    """The actuated freedoms whose efforts are not unique at the first, middle or last sample
+    (:func:`.reactions.undetermined_efforts`; redundant actuation is structural, a singular
+    actuator pose is caught where the residual check does not see it)."""
+    solver = ReactionSolver(f, actuators)
+    out: list[str] = []
+    for k in sorted({0, len(kin.time) // 2, len(kin.time) - 1}):
+        s = slice(k, k + 1)
+        motion = f.body_motion(kin.q[s], kin.qd[s], kin.qdd[s])
+        P = f.point_trajectory(kin.q[s], kin.qd[s])[0]
+        out += [a for a in undetermined_efforts(solver, motion, 0, P) if a not in out]
+    return out

@@ -19,6 +19,7 @@ formulation reports comparable reactions.
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 
 from ..errors import ModelError
 from ..model.compiled import COMPONENT_CODE, DRIVER_CODE, FRAME_CODE, JOINT_CODE
@@ -72,12 +73,21 @@ class ReactionSolver:
         """Reaction vector at step k (motion from body_motion, P/PV point positions/velocities,
         F the model functions of time at this step (n_function, 3), ``user`` the user forces
         (:meth:`body_loads`))."""
+        A = self.matrix(motion, k, P)
+        rhs = np.zeros(len(A))
+        self.body_loads(k, motion, P, PV, F, rhs, motion["R"][k], motion["com"][k], user)
+        x, *_ = np.linalg.lstsq(A, rhs, rcond=None)
+        return x, float(np.abs(A @ x - rhs).max(initial=0.0))
+
+    def matrix(self, motion, k, P) -> np.ndarray:
+        """The Newton-Euler equations' matrix at step k over the unknowns: one force and torque
+        block per moving body (the right-hand side: :meth:`body_loads`), then the rows that
+        say a joint transmits nothing along its free (unactuated) directions."""
         m, d = self.model, self.d
         nb = m.n_body
         nw = self.nw
         rows_eq = []
         A_body = np.zeros((nw * (nb - 1), self.n_unknown))
-        b_body = np.zeros(nw * (nb - 1))
         R = motion["R"][k]
         com = motion["com"][k]
 
@@ -94,8 +104,6 @@ class ReactionSolver:
             else:
                 A_body[r0 + d:r0 + nw, cols] += np.cross(arm, force_map.T).T + torque_map
 
-        # inertial and applied loads: right-hand side
-        self.body_loads(k, motion, P, PV, F, b_body, R, com, user)
         Id = np.eye(d)
         It = np.eye(self.nt)
         for j in self.joints:
@@ -133,10 +141,7 @@ class ReactionSolver:
                 add_wrench(body, np.arange(c0, c0 + nw), origin,
                            np.hstack([Id, np.zeros((d, self.nt))]),
                            np.hstack([np.zeros((self.nt, d)), It]))
-        A = np.vstack([A_body] + ([np.array(rows_eq)] if rows_eq else []))
-        rhs = np.concatenate([b_body, np.zeros(len(rows_eq))])
-        x, *_ = np.linalg.lstsq(A, rhs, rcond=None)
-        return x, float(np.abs(A @ x - rhs).max(initial=0.0))
+        return np.vstack([A_body] + ([np.array(rows_eq)] if rows_eq else []))
 
     def _axis_world(self, j, k, motion, side):
         m = self.model
@@ -345,6 +350,22 @@ def user_point_loads(m, times, P, PV) -> tuple[np.ndarray, np.ndarray]:
             forces[k, first:last] = out
         first = last
     return points, forces
+
+
+def undetermined_efforts(solver, motion, k, P, rcond: float = 1e-9) -> list[str]:
+    """The actuated freedoms (``joint`` or ``joint:component``) whose effort the Newton-Euler
+    equations at step k leave undetermined: those an unknown vector of the equations' null
+    space loads (redundant actuation - more actuated freedoms than the mechanism has degrees
+    of freedom - or an actuator singularity). Reactions of an overconstrained mechanism may
+    be undetermined too; only efforts are judged here."""
+    null = scipy.linalg.null_space(solver.matrix(motion, k, P), rcond=rcond)
+    if null.shape[1] == 0:
+        return []
+    at_k = {key: np.repeat(v[k:k + 1], null.shape[1], axis=0) for key, v in motion.items()}
+    names = {code: name for name, code in COMPONENT_CODE.items()}
+    return [f"{solver.model.joint_name[j]}:{names[comp]}"
+            for j, comps in solver.driven.items() for comp in sorted(comps)
+            if np.abs(_effort(solver, null.T, j, comp, at_k, null.shape[1])).max() > 1e-6]
 
 
 def _effort(solver, X, j, comp, motion, n):
