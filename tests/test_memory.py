@@ -4,6 +4,7 @@ from __future__ import annotations
 import resource
 
 import numpy as np
+import pytest
 
 from kinedyn._memory import resident_zeros
 from kinedyn.kinematics import kernels as K
@@ -39,3 +40,22 @@ def test_kinematic_outputs_are_resident_zeros():
     assert [o.shape for o in outs] == [(2000, 600)] * 3 + [(2000,)] * 2
     assert outs[4].dtype == np.int64 and not any(o.any() for o in outs)
     assert _faults_while_writing(outs[0]) < 30  # 9.6 MB: 299 faults here if fresh
+
+
+def test_results_larger_than_the_memory_available_are_refused_before_the_run(monkeypatch):
+    """A mistyped dt (1e-9 s over a second: 1e9 steps) is a ModelError that says how much
+    memory the results would take, before anything is allocated or run."""
+    import kinedyn
+    import kinedyn._memory as memory
+    from kinedyn.dynamics.simulation import Dynamics
+    from kinedyn.errors import ModelError
+    from kinedyn.kinematics.analysis import Kinematics
+    assert memory.available_bytes() > 0  # this system can tell
+    monkeypatch.setattr(memory, "available_bytes", lambda: 2**30)
+    kin = Kinematics(kinedyn.models.get("four-bar-driven").compile())
+    with pytest.raises(ModelError, match=r"100,000,001 recorded steps\) need [\d.]+ GB, more "
+                                         r"than the 1 GB of memory available: use a larger dt"):
+        kin.simulate(1.0, 1e-8)
+    dyn = Dynamics(kinedyn.models.get("four-bar").compile())
+    with pytest.raises(ModelError, match="memory available"):
+        dyn.simulate(1.0, 1e-8)

@@ -352,10 +352,10 @@ class Kinematics:
         from .results import KinematicResults
         t0 = self.t0 if t0 is None else t0
         n = run_steps(t0, t_end, dt) + 1
+        nq = self.f.n_q
+        outs = K.outputs(n, nq)  # (first: it says when they would not fit in memory)
         times = t0 + dt * np.arange(n)
         require_positive_distances(self.model, times)
-        nq = self.f.n_q
-        outs = K.outputs(n, nq)
         out_q, out_qd, out_qdd, out_res, out_iter = outs
         q = self.q_assembled.copy()
         qd, qdd = np.zeros(nq), np.zeros(nq)
