@@ -174,3 +174,28 @@ def test_drivers_that_contradict_each_other_later_are_an_error():
             kin.simulate(0.5, 0.01)
         assert caught.value.constraints[0].startswith("driver second")
         assert caught.value.time == pytest.approx(0.01)  # the first step: they part at once
+
+
+def test_switches_are_true_or_false_and_counts_are_ints():
+    """A switch given as "no" was read as true (fixed iterations ran when the user said no);
+    a float where a count is meant is named as such."""
+    import kinedyn
+    from kinedyn.dynamics import Dynamics
+    from kinedyn.dynamics.hdca import HDCA
+    from kinedyn.kinematics import Kinematics
+    driven = kinedyn.models.get("four-bar-driven").compile()
+    with pytest.raises(ModelError, match="fixed_iterations is True or False, got 'no'"):
+        Kinematics(driven, fixed_iterations="no")
+    with pytest.raises(ModelError, match="retune is True or False, got 1"):
+        Kinematics(driven, retune=1)
+    with pytest.raises(ModelError, match="extrapolate is True or False, got None"):
+        Kinematics(driven).simulate(0.01, 1e-3, extrapolate=None)
+    with pytest.raises(ModelError, match="parallel is True or False, got 'yes'"):
+        HDCA(kinedyn.models.get("double-pendulum").compile(), parallel="yes")
+    with pytest.raises(ModelError, match=r"outer threads must be a finite whole number of at "
+                                         r"least 1, got 1.0 \(a float: give an int\)"):
+        Kinematics(driven, strategy="groups", threads=(1.0, 1.5))
+    with pytest.raises(ModelError, match="symbolic repartition is True or False, got 'no'"):
+        Dynamics(kinedyn.models.get("four-bar").compile(), method="embedded",
+                 symbolic={"repartition": "no"})
+    assert Kinematics(driven, fixed_iterations=np.bool_(False)).fixed is False

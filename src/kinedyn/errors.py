@@ -154,8 +154,17 @@ def check_number(name: str, value, low: float = 0.0, *, above: bool = False,
           and (value > low if above else value >= low))
     if not ok:
         bound = "" if low == -math.inf else f" {'above' if above else 'of at least'} {low:g}"
+        hint = " (a float: give an int)" if whole and isinstance(value, float) else ""
         raise ModelError(f"{name} must be a finite {'whole ' if whole else ''}number{bound}, "
-                         f"got {value!r}")
+                         f"got {value!r}{hint}")
+
+
+def check_flag(name: str, value) -> bool:
+    """``value`` if it is True or False (NumPy's too), else a :class:`ModelError`: a switch
+    given as ``"no"`` or ``0.5`` would be read as true and silently change the method."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ModelError(f"{name} is True or False, got {value!r}")
+    return bool(value)
 
 
 def check_baumgarte(baumgarte) -> tuple[float, float]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from ..errors import ModelError
+from ..errors import ModelError, check_flag
 
 #: symbolic coordinates per model name (options of :class:`~kinedyn.symbolic.embedded.EmbeddedDynamics`)
 SYMBOLIC_OPTIONS = {
@@ -94,7 +94,7 @@ class EmbeddedMethod:
             raise ModelError(f"symbolic={{...}}: {', '.join(taken)} "
                              f"{'is an argument' if len(taken) == 1 else 'are arguments'} of "
                              "Dynamics itself, not a symbolic option")
-        self.repartition = bool(options.get("repartition"))
+        self.repartition = check_flag("symbolic repartition", options.get("repartition", False))
         _known("integrator", integrator, INTEGRATORS)
         self.code = INTEGRATORS[integrator]
         self.blocks = _natural_blocks(f)

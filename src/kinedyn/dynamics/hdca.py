@@ -26,7 +26,8 @@ from typing import NamedTuple
 import numpy as np
 
 from .._memory import resident_zeros
-from ..errors import ModelError, SolverError, UnknownNameError, record_interval, run_steps
+from ..errors import (ModelError, SolverError, UnknownNameError, check_flag, record_interval,
+                      run_steps)
 from ..formulations.hamiltonian import DTYPES, Hamiltonian
 from ..formulations.hamiltonian import natural_map as NM
 from ..formulations import protocol
@@ -56,13 +57,13 @@ class HDCA:
                  parallel: bool = False, threads: int = 2, q0=None, p0=None):
         if precision not in DTYPES:
             raise UnknownNameError("precision", precision, DTYPES)
-        if parallel:
+        if check_flag("parallel", parallel):
             check_workers("threads", threads)
         self.h = model if isinstance(model, Hamiltonian) else Hamiltonian(model)
         self.integrator = integrator
         self.integrator_code = I.integrator_code(integrator)
         self.precision = precision
-        self.parallel = bool(parallel)
+        self.parallel = parallel
         self.threads = int(threads) if parallel else 1
         self.data = self.h.make_data(precision)
         self.work = self.h.make_work(self.data)

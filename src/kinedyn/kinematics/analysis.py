@@ -21,8 +21,8 @@ from scipy.sparse.csgraph import structural_rank
 
 from .._table import TableCache
 from ..errors import (AccuracyWarning, AssemblyError, ConvergenceError, ModelError,
-                      SingularConfigurationError, UnknownNameError, check_iteration_settings,
-                      check_number, coordinates, run_steps)
+                      SingularConfigurationError, UnknownNameError, check_flag,
+                      check_iteration_settings, check_number, coordinates, run_steps)
 from ..linalg.dense import dense_lu
 from ..linalg.sparse import PivotOrders
 from ..linalg.subsystem import extract
@@ -106,6 +106,7 @@ class Kinematics:
                 check_number("inner threads", inner, 1, whole=True)
             threads = (int(outer), None if inner is None else int(inner))
         check_iteration_settings(tol, max_iter)
+        check_flag("retune", retune)
         check_number("t0", t0, -math.inf)
         self.t0 = float(t0)
         self.f = formulation_for(model)
@@ -118,7 +119,7 @@ class Kinematics:
         self.pivot_orders = PivotOrders(fallback=True)
         self.tol = float(tol)
         self.max_iter = int(max_iter)
-        self.fixed = bool(fixed_iterations)
+        self.fixed = check_flag("fixed_iterations", fixed_iterations)
         self.work = self.f.make_work()
         self.data = self.f.data
         self._parts = TableCache()  # what the global run kernel takes (kernels.run_parts)
@@ -351,6 +352,7 @@ class Kinematics:
         """
         from .results import KinematicResults
         t0 = self.t0 if t0 is None else t0
+        check_flag("extrapolate", extrapolate)
         n = run_steps(t0, t_end, dt) + 1
         nq = self.f.n_q
         outs = K.outputs(n, nq)  # (first: it says when they would not fit in memory)
