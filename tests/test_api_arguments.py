@@ -119,6 +119,10 @@ def test_results_name_requests_they_cannot_serve(tmp_path):
     assert [p.name for p in res.save(tmp_path, formats="csv")] == ["results.csv", "summary.json"]
     with pytest.raises(TypeError, match="a channel name is a string, got None"):
         res.channel(None)
+    clash = Results(np.arange(3.0), {"time": np.zeros(3)})  # was a TypeError from savez
+    with pytest.raises(ModelError, match="a channel may not be named 'time'"):
+        clash.save(tmp_path / "clash")
+    assert not (tmp_path / "clash").exists()
 
 
 def test_info_goes_on_where_the_sparsity_section_does_not_apply(tmp_path, capsys):

@@ -142,3 +142,23 @@ def test_info_flags_redundant_constraints(capsys):
     out = capsys.readouterr().out
     assert "= 0\n" in out and "mobility 1, left after drivers 0: 1 more than Gruebler's count, " \
         "so 1 constraint equation(s) are redundant" in out
+
+
+def test_an_output_folder_that_cannot_be_written_is_refused_before_the_run(
+        tmp_path, monkeypatch, capsys):
+    """`--out` on a read-only place: a clear error before a benchmark of minutes, not after
+    (exit status 2, as for every bad argument); the HDCA command, which wrote after its runs,
+    checks its folder first too."""
+    import kinedyn.cli.common as common
+    import kinedyn.bench.hdca as bench_hdca
+    monkeypatch.setattr(common.os, "access", lambda path, mode: False)  # a read-only mount
+
+    def never(**kwargs):
+        raise AssertionError("the benchmark ran")
+    monkeypatch.setattr(bench_hdca, "run", never)
+    assert main(["bench", "hdca", "--quick", "--out", str(tmp_path / "ro")]) == 2
+    err = capsys.readouterr().err
+    assert f"output folder {str(tmp_path / 'ro')!r} is not writable" in err
+    (tmp_path / "file").write_text("")
+    assert main(["hdca", "double-pendulum", "--out", str(tmp_path / "file" / "x")]) == 2
+    assert "cannot create output folder" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -59,11 +60,15 @@ def positive_float(text: str) -> float:
 
 
 def output_dir(path: str | None, default: str) -> Path:
+    """The output folder, created, and checked writable before a command runs (a benchmark
+    of many minutes failed only when it came to write its report)."""
     out = Path(path or default)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ModelError(f"cannot create output folder {str(out)!r}: {exc.strerror}") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise ModelError(f"output folder {str(out)!r} is not writable")
     return out
 
 

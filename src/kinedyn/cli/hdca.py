@@ -41,6 +41,7 @@ def run(args) -> int:
     from .kinematics import check_times
     check_times(0.0, args.t_end, args.dt)
     model = compile_model(args)
+    out = output_dir(args.out, f"results/{model.name}-hdca")
     record = max(1, int(round(1e-3 / args.dt)))  # record at about 1 kHz
     first = "float32" if args.precision == "float32" else "float64"
     with warnings_printed("warning", AccuracyWarning):  # a run's energy warning
@@ -66,7 +67,6 @@ def run(args) -> int:
         reference["energy.kinetic"] = nat.energy["kinetic"]
         res.summary["max_kinetic_energy_difference_to_natural"] = float(
             np.abs(res.channel("energy.kinetic") - nat.energy["kinetic"]).max())
-    out = output_dir(args.out, f"results/{model.name}-hdca")
     written = res.save(out)
     written += paper_figures(res, out, reference, "natural coordinates", extra)
     s = res.summary

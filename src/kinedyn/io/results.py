@@ -65,10 +65,13 @@ class Results:
         if unknown:
             raise ModelError(f"unknown result format(s) {', '.join(map(repr, unknown))}; "
                              "formats: 'csv', 'npz'")
+        names = list(self.channels)
+        if "time" in names:  # the first column of both files
+            raise ModelError("a channel may not be named 'time': the results' time column has "
+                             "that name (rename the channel)")
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         written = []
-        names = list(self.channels)
         if "npz" in formats:
             path = out / "results.npz"
             np.savez_compressed(path, time=self.time, **{n: self.channels[n] for n in names})

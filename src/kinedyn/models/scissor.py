@@ -39,7 +39,7 @@ from ..errors import ModelError
 from ..model import System
 from .limits import check_size
 from .planar import G
-from .stewart import SP_HANDLE, SP_STICK, _frame_from_z, _matrix, _r
+from .stewart import SP_HANDLE, SP_STICK, _frame_from_z, _matrix, _r, drive_terminal
 
 BASE_RADIUS, TOP_RADIUS, TONGS_HEIGHT = 0.20, 0.12, 0.08
 PAPER_STAGES = {15: 0, 30: 1, 60: 4, 120: 9, 240: 19, 360: 29, 480: 39, 720: 59}
@@ -91,11 +91,7 @@ def scissor_platform(legs: int = 6, stages: int = 1, g: float = G) -> System:
                         for k, (_, d) in enumerate(angles)})
     for k, (gam, dlt) in enumerate(angles):
         _leg(s, k + 1, gam, dlt, stages, hs, c, bar, home, tip_local)
-    s.add_driver("terminal_pose", "pose", body="terminal",
-                 position=["0.01*sin(2*pi*t)", "0.01*cos(2*pi*t) - 0.01",
-                           f"{h!r} + 0.01*sin(4*pi*t)"],
-                 orientation=["0.05*sin(2*pi*t)", "0.05*sin(4*pi*t)", "0.05*sin(6*pi*t)"],
-                 sequence="ZYX")
+    drive_terminal(s, h)
     return s
 
 

@@ -182,12 +182,18 @@ def stewart_paper(driven: bool = True, g: float = G) -> System:
         s.add_joint(f"U{i}", "universal", f"stick{i}", "terminal", point_a="C", point_b=f"C{i}",
                     axis_a="pin", axis_b=f"v{i}")
     if driven:
-        s.add_driver("terminal_pose", "pose", body="terminal",
-                     position=["0.01*sin(2*pi*t)", "0.01*cos(2*pi*t) - 0.01",
-                               f"{h!r} + 0.01*sin(4*pi*t)"],
-                     orientation=["0.05*sin(2*pi*t)", "0.05*sin(4*pi*t)", "0.05*sin(6*pi*t)"],
-                     sequence="ZYX")
+        drive_terminal(s, h)
     return s
+
+
+def drive_terminal(s: System, h: float) -> None:
+    """The paper's terminal trajectory (also the scalable platforms'): small periodic
+    translations about the home height ``h`` and ZYX rotations of up to 0.05 rad."""
+    s.add_driver("terminal_pose", "pose", body="terminal",
+                 position=["0.01*sin(2*pi*t)", "0.01*cos(2*pi*t) - 0.01",
+                           f"{h!r} + 0.01*sin(4*pi*t)"],
+                 orientation=["0.05*sin(2*pi*t)", "0.05*sin(4*pi*t)", "0.05*sin(6*pi*t)"],
+                 sequence="ZYX")
 
 
 def _matrix(R):

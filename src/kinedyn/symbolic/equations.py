@@ -232,6 +232,23 @@ class PlanarEquations(ConstraintSystem, BodyPoints):
         raise ModelError(f"joint {m.joint_name[j]!r} has no coordinate of component {component}")
 
 
+def grow_tree(model: CompiledModel, known: set, parent_joint: dict, cut) -> None:
+    """Grow a spanning tree breadth first from the bodies in ``known`` over the joints for
+    which ``cut(j)`` is false: every body reached joins ``known`` with its ``parent_joint``."""
+    queue = deque(sorted(known))
+    while queue:
+        b = queue.popleft()
+        for j in range(model.n_joint):
+            a_, b_ = int(model.joint_body_a[j]), int(model.joint_body_b[j])
+            if b not in (a_, b_) or cut(j):
+                continue
+            other = b_ if a_ == b else a_
+            if other not in known:
+                known.add(other)
+                parent_joint[other] = j
+                queue.append(other)
+
+
 def planar_coordinates(model: CompiledModel, absolute=(), independent=None,
                        tol: float = 1e-12, joint_angles: bool = False, cut=()) -> PlanarEquations:
     """Joint (or mixed, with ``absolute`` body names) coordinates of a planar model.
@@ -262,19 +279,9 @@ def planar_coordinates(model: CompiledModel, absolute=(), independent=None,
     cut_joints = {model.index("joint", j) for j in cut}
     nb = model.n_body
     known = {0, *abs_bodies}
-    parent_joint = {}
-    queue = deque(sorted(known))
-    while queue:  # breadth-first tree from the ground and the absolute bodies; rods are cut
-        b = queue.popleft()
-        for j in range(model.n_joint):
-            a_, b_ = int(model.joint_body_a[j]), int(model.joint_body_b[j])
-            if b not in (a_, b_) or model.joint_type[j] == JOINT_CODE["rod"] or j in cut_joints:
-                continue
-            other = b_ if a_ == b else a_
-            if other not in known:
-                known.add(other)
-                parent_joint[other] = j
-                queue.append(other)
+    parent_joint = {}  # a tree from the ground and the absolute bodies; rods are cut
+    grow_tree(model, known, parent_joint,
+              lambda j: model.joint_type[j] == JOINT_CODE["rod"] or j in cut_joints)
     loose = [model.body_name[b] for b in range(1, nb) if b not in known]
     if loose:
         raise ModelError(f"{model.name}: bodies {loose} hang only from rods; give them absolute "

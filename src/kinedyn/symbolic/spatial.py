@@ -27,7 +27,6 @@ mechanism within ``tol`` of the model.
 """
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,7 +37,8 @@ from ..model.compiled import (DRIVER_CODE, FRAME_CODE, JOINT_CODE, CompiledModel
                               compiled_model)
 from ..model.rotations import euler_to_matrix, matrix_to_euler
 from ..model import tape as _tape
-from .equations import T, BodyPoints, ConstraintSystem, Coordinate, _num, _vec, assemble
+from .equations import (T, BodyPoints, ConstraintSystem, Coordinate, _num, _vec, assemble,
+                        grow_tree)
 
 SEQUENCE = "ZYX"   # absolute bodies and tree spherical joints: the thesis's 3-2-1 angles
 
@@ -154,19 +154,8 @@ def _tree(model: CompiledModel, roots):
     natural cut joints, 3 equations and no gimbal-locked Euler angles); rods are always cut.
     Returns the set of reached bodies and the parent joint of each."""
     known, parent_joint = set(roots), {}
-    for allowed in ({JOINT_CODE["spherical"], JOINT_CODE["rod"]}, {JOINT_CODE["rod"]}):
-        queue = deque(sorted(known))
-        while queue:
-            b = queue.popleft()
-            for j in range(model.n_joint):
-                a_, b_ = int(model.joint_body_a[j]), int(model.joint_body_b[j])
-                if b not in (a_, b_) or int(model.joint_type[j]) in allowed:
-                    continue
-                other = b_ if a_ == b else a_
-                if other not in known:
-                    known.add(other)
-                    parent_joint[other] = j
-                    queue.append(other)
+    for cut in ({JOINT_CODE["spherical"], JOINT_CODE["rod"]}, {JOINT_CODE["rod"]}):
+        grow_tree(model, known, parent_joint, lambda j: int(model.joint_type[j]) in cut)
     return known, parent_joint
 
 

@@ -4,8 +4,9 @@ Spatial vectors are 6-vectors ``(angular; linear)`` in the world frame, linear p
 the world origin (Featherstone's notation), so no frame transforms are needed between links:
 
 * ``calc_kinematics_base_to_tip``: link rotations, origins and motion subspaces ``S_k``;
-* ``calc_velocities_base_to_tip``: ``V_k = V_parent + S_k qd_k`` and the velocity-product
-  accelerations ``A_k = A_parent + (V_k x S_k) qd_k`` (accelerations at ``qdd = 0``);
+* ``calc_accelerations_base_to_tip``: ``V_k = V_parent + S_k qd_k`` and the accelerations
+  ``A_k = A_parent + (V_k x S_k) qd_k + S_k qdd_k`` (``qdd=None``: the velocity-product
+  accelerations, at ``qdd = 0``);
 * ``crba``: the mass matrix ``a(q)`` of eq. (1) by the composite-rigid-body algorithm,
   ``a_ij = S_i . Ic_i S_j`` for j an ancestor of i (``Ic`` summed tip-to-base);
 * ``rnea_tip_to_base``: recursive Newton-Euler with gravity and applied loads, giving
@@ -125,9 +126,10 @@ def _crossm(v, m, out):
 
 
 @nb.njit(**_WORKER)
-def calc_velocities_base_to_tip(link_parent, link_coord, S, qd, V, A, c):
-    """Spatial velocities V and velocity-product accelerations A (qdd = 0, no gravity);
-    c: 6-vector scratch."""
+def calc_accelerations_base_to_tip(link_parent, link_coord, S, qd, qdd, V, A, c):
+    """Spatial velocities V and spatial accelerations A (no gravity); c: 6-vector scratch.
+    ``qdd=None``: the velocity-product accelerations (qdd = 0; Numba compiles that case
+    without the term)."""
     n = link_parent.shape[0]
     for k in range(n):
         par = link_parent[k]
@@ -137,21 +139,9 @@ def calc_velocities_base_to_tip(link_parent, link_coord, S, qd, V, A, c):
         _crossm(V[k], S[k], c)
         for i in range(6):
             A[k, i] = (A[par, i] if par >= 0 else 0.0) + c[i] * w
-
-
-@nb.njit(**_WORKER)
-def calc_accelerations_base_to_tip(link_parent, link_coord, S, qd, qdd, V, A, c):
-    """Spatial velocities V and full spatial accelerations A (no gravity); c: scratch."""
-    n = link_parent.shape[0]
-    for k in range(n):
-        par = link_parent[k]
-        w = qd[link_coord[k]]
-        for i in range(6):
-            V[k, i] = (V[par, i] if par >= 0 else 0.0) + S[k, i] * w
-        _crossm(V[k], S[k], c)
-        for i in range(6):
-            A[k, i] = ((A[par, i] if par >= 0 else 0.0) + c[i] * w
-                       + S[k, i] * qdd[link_coord[k]])
+        if qdd is not None:
+            for i in range(6):
+                A[k, i] += S[k, i] * qdd[link_coord[k]]
 
 
 @nb.njit(**_WORKER)
@@ -397,8 +387,8 @@ def positions(data, work, q):
 
 @nb.njit(**_WRAP)
 def velocities(data, work, qd):
-    calc_velocities_base_to_tip(data.link_parent, data.link_coord, work.S, qd, work.V, work.A,
-                                work.v6[0])
+    calc_accelerations_base_to_tip(data.link_parent, data.link_coord, work.S, qd, None, work.V,
+                                   work.A, work.v6[0])
 
 
 @nb.njit(**_WRAP)
