@@ -141,6 +141,12 @@ def test_bad_actuators_are_named():
         inverse_dynamics(m, ["P9"], t_end=0.01, dt=1e-3)
     with pytest.raises(ModelError, match="cannot produce"):
         inverse_dynamics(m, ["P1", "P2"], t_end=0.01, dt=1e-3)
+    with pytest.raises(ModelError, match="no actuators given"):
+        inverse_dynamics(m, " , ", t_end=0.01, dt=1e-3)
+    with pytest.raises(ModelError, match=r"actuators are joint names .* got 3"):
+        inverse_dynamics(m, 3, t_end=0.01, dt=1e-3)
+    with pytest.raises(ModelError, match=r"got \['P1', 2\]"):
+        inverse_dynamics(m, ["P1", 2], t_end=0.01, dt=1e-3)
 
 
 def test_redundant_actuators_are_named_and_their_split_does_the_work():
@@ -164,3 +170,16 @@ def test_redundant_actuators_are_named_and_their_split_does_the_work():
     single = inverse_dynamics(m, "A", t_end=0.5, dt=1e-3)
     assert single.summary["undetermined_efforts"] == []
     assert single.summary["actuators"] == ["A"]
+
+
+def test_holding_efforts_take_a_string_of_joints_as_names():
+    """holding_efforts("A") holds the four-bar by its crank joint (it used to be read letter by
+    letter); its torque balances gravity: zero virtual power of gravity with the crank."""
+    from kinedyn.dynamics.holding import holding_efforts, holding_system
+    system = kinedyn.models.get("four-bar-driven")
+    assert holding_efforts(system, "A") == holding_efforts(system, ["A"])
+    held = holding_system(system, "A").compile()
+    res = kinedyn.dynamics.Dynamics(held).simulate(0.2, 1e-3)
+    assert np.abs(res.q - res.q[0]).max() < 1e-9          # held at rest
+    with pytest.raises(ModelError, match="no actuators given"):
+        holding_efforts(system, [])

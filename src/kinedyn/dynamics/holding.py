@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import ModelError
 from ..kinematics.analysis import formulation_for
 from ..kinematics.assembly import assemble
-from .inverse import parse_actuators
+from .inverse import actuator_list, parse_actuators
 from .reactions import reactions
 
 
@@ -21,7 +21,8 @@ def holding_efforts(system, actuators, t: float = 0.0) -> dict[str, float]:
     """{joint name: effort} holding ``system`` (drivers removed) at rest in its initial
     configuration (assembled at time ``t``): one component per joint, its effort a constant
     force ``hold_<joint>``."""
-    joints = [str(a).partition(":")[0] for a in actuators]
+    actuators = actuator_list(actuators)
+    joints = [a.partition(":")[0] for a in actuators]
     twice = sorted({j for j in joints if joints.count(j) > 1})
     if twice:
         raise ModelError(f"joint(s) {', '.join(map(repr, twice))} listed more than once: each "
@@ -42,10 +43,11 @@ def holding_efforts(system, actuators, t: float = 0.0) -> dict[str, float]:
 def holding_system(system, actuators, t: float = 0.0):
     """A copy of ``system`` without drivers, with the holding efforts as constant joint forces
     named ``hold_<joint>``."""
+    actuators = actuator_list(actuators)
     efforts = holding_efforts(system, actuators, t)
     s = _without(system, actuators)
     for spec in actuators:
-        joint, _, comp = str(spec).partition(":")
+        joint, _, comp = spec.partition(":")
         fields = {"joint": joint, "function": repr(efforts[joint])}
         if comp:
             fields["component"] = comp
@@ -55,7 +57,7 @@ def holding_system(system, actuators, t: float = 0.0):
 
 def _without(system, actuators):
     """Copy without drivers and without the loads already acting on the actuated joints."""
-    joints = {str(a).partition(":")[0] for a in actuators}
+    joints = {a.partition(":")[0] for a in actuators}
     s = system.copy()
     s.drivers = []
     s.forces = [f for f in s.forces if not (f.kind == "joint" and f.joint in joints)]

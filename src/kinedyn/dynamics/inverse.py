@@ -34,10 +34,8 @@ _DEFAULT_COMPONENT = {JOINT_CODE["revolute"]: "angle", JOINT_CODE["prismatic"]: 
 def parse_actuators(model, actuators) -> dict[int, set[int]]:
     """``["P1", "R2:angle", ...]`` or ``"P1, R2:angle"`` -> {joint index: {component code}}
     (revolute: angle, prismatic: displacement; others need ``joint:component``)."""
-    if isinstance(actuators, str):  # one name or a comma-separated list, not its letters
-        actuators = [a.strip() for a in actuators.split(",") if a.strip()]
     out: dict[int, set[int]] = {}
-    for spec in actuators:
+    for spec in actuator_list(actuators):
         name, _, comp = str(spec).partition(":")
         if name not in model.joint_name:
             raise UnknownNameError("actuated joint", name, model.joint_name)
@@ -50,6 +48,21 @@ def parse_actuators(model, actuators) -> dict[int, set[int]]:
             raise ModelError(f"actuator {spec!r} is listed twice (joint {name!r}, {comp})")
         out[j].add(COMPONENT_CODE[comp])
     return out
+
+
+def actuator_list(actuators) -> list[str]:
+    """The actuated joints as a list of names: a list or tuple of strings, or one string of
+    comma-separated names (not read letter by letter); none, or anything else, is a
+    :class:`ModelError`."""
+    if isinstance(actuators, str):
+        actuators = [a.strip() for a in actuators.split(",") if a.strip()]
+    if not isinstance(actuators, (list, tuple)) or not all(isinstance(a, str)
+                                                           for a in actuators):
+        raise ModelError("actuators are joint names ('P1' or 'R2:angle') or a list of them, "
+                         f"got {actuators!r}")
+    if not actuators:
+        raise ModelError("no actuators given: name the actuated joints")
+    return list(actuators)
 
 
 class InverseResults(Results):
