@@ -337,3 +337,16 @@ def test_a_failed_unit_names_its_worst_group():
 def test_outer_threads_need_groups():
     with pytest.raises(kd_errors.ModelError, match="strategy='groups'"):
         Kinematics(get("four-bar-driven").compile(), threads=(2, 1))
+
+
+def test_threads_beyond_the_widest_level_are_warned_about():
+    """The four-bar's groups are one per level: a second outer thread can only wait (30 us a
+    step against 4.8 on one thread here); the Stewart platform's six legs keep two busy."""
+    import warnings
+    with pytest.warns(UserWarning, match=r"2 outer threads, but no level of the structural "
+                                         r"groups of 'four-bar-driven' has more than 1 "
+                                         r"group\(s\): 1 thread\(s\) can only wait"):
+        Kinematics(get("four-bar-driven").compile(), strategy="groups", threads=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Kinematics(get("stewart-paper").compile(), strategy="groups", threads=2)
