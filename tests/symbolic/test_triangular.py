@@ -345,3 +345,12 @@ def test_landing_gear_constraints_are_the_thesis_equations():
     assert [c.name for c in eqs.coordinates][plan.blocks[0].tear] == "joint.D"
     worst, dev = _follow(eqs, plan, np.linspace(0, 1, 11))
     assert worst <= 1e-9 and dev <= 1e-10
+
+
+def test_redundant_constraints_are_named_as_such():
+    """The parallelogram's third bar makes one of its closure equations redundant: the error
+    says so (it used to count degrees of freedom and blame the 'drivers' of a free model)."""
+    from kinedyn.errors import ModelError
+    with pytest.raises(ModelError, match=r"parallelogram: 1 of its \d+ constraints in symbolic "
+                                         r"coordinates are redundant .*\(rank \d+"):
+        planar_coordinates(kinedyn.models.get("parallelogram").compile())

@@ -400,9 +400,17 @@ def assemble(eqs: ConstraintSystem, inputs: dict, independent=None) -> Constrain
         eqs.q0 = _assemble_free(eqs)
         eqs.independent = choose_independent(eqs, eqs.q0)
     if len(eqs.independent) != eqs.n_q - eqs.n_c:
+        rank = int(np.linalg.matrix_rank(eqs.jacobian(eqs.q0, 0.0), tol=1e-9))
+        if rank < eqs.n_c:  # the count of degrees of freedom is wrong, not the choice
+            raise ModelError(
+                f"{eqs.model.name}: {eqs.n_c - rank} of its {eqs.n_c} constraints in symbolic "
+                f"coordinates are redundant at the initial configuration (rank {rank}; e.g. a "
+                "parallelogram's extra bar); triangularisation and embedding need independent "
+                "constraints: remove the redundant joint, or use a natural-coordinate method "
+                "(they set redundant rows aside)")
         raise ModelError(f"{eqs.model.name}: {eqs.n_q} coordinates and {eqs.n_c} constraints "
                          f"leave {eqs.n_q - eqs.n_c} degrees of freedom, but "
-                         f"{len(eqs.independent)} coordinates are independent (drivers)")
+                         f"{len(eqs.independent)} coordinates are independent (given or driven)")
     return eqs
 
 
