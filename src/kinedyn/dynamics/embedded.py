@@ -77,10 +77,15 @@ class EmbeddedMethod:
         m = f.model
         if options is None:
             if m.name not in SYMBOLIC_OPTIONS:
+                how = ("symbolic={} derives one in joint coordinates (a minute or more per "
+                       "build, more the first time), or "
+                       "symbolic={'absolute': [...], ...} in mixed coordinates" if m.dim == 2
+                       else "symbolic={'absolute': [...], ...} derives one (mixed coordinates: "
+                       "the absolute pose of the bodies named)")
                 raise ModelError(
                     f"method 'embedded' needs a symbolic plan: model {m.name!r} has none "
-                    f"registered (models with one: {', '.join(sorted(SYMBOLIC_OPTIONS))}); pass "
-                    "symbolic={'absolute': [...], ...} to derive one (kinedyn.symbolic)")
+                    f"registered (models with one: {', '.join(sorted(SYMBOLIC_OPTIONS))}); "
+                    f"{how} (kinedyn.symbolic)")
             options = SYMBOLIC_OPTIONS[m.name]
         if not isinstance(options, dict):
             raise ModelError("symbolic= takes a dict of embedded-dynamics options (absolute, "
