@@ -183,3 +183,20 @@ def test_holding_efforts_take_a_string_of_joints_as_names():
     assert np.abs(res.q - res.q[0]).max() < 1e-9          # held at rest
     with pytest.raises(ModelError, match="no actuators given"):
         holding_efforts(system, [])
+
+
+def test_the_null_space_check_is_bounded_by_the_number_of_unknowns(monkeypatch):
+    """Above CHECK_FIRST unknowns the dense null space is not computed: no warning, and the
+    summary says None (not checked), not [] (checked, unique)."""
+    import warnings
+
+    from kinedyn.dynamics import inverse
+    m = kinedyn.models.get("four-bar-driven").compile()
+    monkeypatch.setattr(inverse, "CHECK_ALL", 1)       # first sample only: still found
+    with pytest.warns(UserWarning, match="not unique"):
+        inverse_dynamics(m, "A, B", t_end=0.1, dt=1e-2)
+    monkeypatch.setattr(inverse, "CHECK_FIRST", 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = inverse_dynamics(m, "A, B", t_end=0.1, dt=1e-2)
+    assert res.summary["undetermined_efforts"] is None

@@ -110,13 +110,23 @@ def inverse_dynamics(model, actuators=None, *, t_end: float, dt: float, t0: floa
     return InverseResults(kin, kin.time, out, summary)
 
 
-def _undetermined(f, actuators, kin) -> list[str]:
+#: the dense null space (an SVD) costs about 5 s at 2600 unknowns (a 290-body platform):
+#: beyond ``CHECK_ALL`` unknowns only the first sample is checked, beyond ``CHECK_FIRST`` none
+CHECK_ALL, CHECK_FIRST = 1000, 3000
+
+
+def _undetermined(f, actuators, kin) -> list[str] | None:
     """The actuated freedoms whose efforts are not unique at the first, middle or last sample
     (:func:`.reactions.undetermined_efforts`; redundant actuation is structural, a singular
-    actuator pose is caught where the residual check does not see it)."""
+    actuator pose is caught where the residual check does not see it); None: not checked
+    (more than ``CHECK_FIRST`` unknowns)."""
     solver = ReactionSolver(f, actuators)
+    if solver.n_unknown > CHECK_FIRST:
+        return None
+    n = len(kin.time)
+    samples = {0} if solver.n_unknown > CHECK_ALL else {0, n // 2, n - 1}
     out: list[str] = []
-    for k in sorted({0, len(kin.time) // 2, len(kin.time) - 1}):
+    for k in sorted(samples):
         s = slice(k, k + 1)
         motion = f.body_motion(kin.q[s], kin.qd[s], kin.qdd[s])
         P = f.point_trajectory(kin.q[s], kin.qd[s])[0]
