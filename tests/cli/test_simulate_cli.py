@@ -21,7 +21,11 @@ def test_simulate_writes_results_summary_and_plots(tmp_path, capsys):
     assert {"wall_time_s", "us_per_step", "real_time_factor", "energy"} <= set(s)
     data = np.load(tmp_path / "results.npz")
     assert "effort.crank_drive" in data.files and "energy.kinetic" in data.files
-    assert "real-time factor" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "real-time factor" in out
+    # the driven crank does work: the change of energy is not called a drift
+    assert s["energy"]["conserved"] is False
+    assert "max change (not conserved: drivers or forces do work)" in out
 
 
 def test_hold_keeps_the_stewart_platform_at_rest(tmp_path):
@@ -33,6 +37,7 @@ def test_hold_keeps_the_stewart_platform_at_rest(tmp_path):
     s = json.loads((tmp_path / "summary.json").read_text())
     assert s["held_by"] == [f"P{i}" for i in range(1, 7)]
     assert s["energy"]["max_drift"] < 1e-9     # nothing moves
+    assert s["energy"]["conserved"] is False   # (the holding forces could do work)
     assert s["degrees_of_freedom"] == 6
 
 

@@ -114,5 +114,7 @@ def print_summary(s: dict) -> None:
           + (f" ({cpu:.2f} us CPU)" if cpu is not None else "")
           + f", real-time factor {s['real_time_factor']:.1f}")
     print(f"  max residuals: position {r['position']:.2e}, velocity {r['velocity']:.2e}")
+    change = ("max drift" if e.get("conserved", True) else
+              "max change (not conserved: drivers or forces do work)")
     print(f"  energy: initial {e['initial']:.6g} J, final {e['final']:.6g} J, "
-          f"max drift {e['max_drift']:.3g} J (relative {e['max_relative_drift']:.2e})")
+          f"{change} {e['max_drift']:.3g} J (relative {e['max_relative_drift']:.2e})")
