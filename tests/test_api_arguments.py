@@ -195,3 +195,28 @@ def test_symbolic_states_and_times_are_checked():
     with pytest.raises(ModelError, match="t must be a finite number, got 'a'"):
         plan.solve(eqs.q0, "a")
     np.testing.assert_allclose(eqs.residual(plan.solve(eqs.q0, 0.1), 0.1), 0.0, atol=1e-12)
+
+
+def test_progress_is_a_bar_a_callable_or_nothing():
+    """progress=True shows a progress bar (it was "'bool' object is not callable" at the first
+    report); a callable gets (done, total) up to the whole run; anything else is a ModelError
+    before the run."""
+    import kinedyn
+    from kinedyn.dynamics import Dynamics
+    from kinedyn.kinematics import Kinematics
+    kin = Kinematics(kinedyn.models.get("four-bar-driven").compile())
+    seen = []
+    res = kin.simulate(0.5, 1e-3, progress=lambda done, total: seen.append((done, total)))
+    assert len(seen) >= 50 and seen[-1][1] == len(res.time) and seen[-1][0] <= len(res.time)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    bar = kin.simulate(0.5, 1e-3, progress=True)
+    np.testing.assert_array_equal(bar.q, res.q)          # reporting does not change the run
+    dyn = Dynamics(kinedyn.models.get("four-bar").compile())
+    np.testing.assert_array_equal(dyn.simulate(0.5, 1e-3, progress=True).q,
+                                  dyn.simulate(0.5, 1e-3, progress=False).q)
+    for bad in (1, "yes"):
+        with pytest.raises(ModelError, match=r"progress is True \(a progress bar\), "
+                                             r"False/None or a callable"):
+            kin.simulate(0.1, 1e-2, progress=bad)
+        with pytest.raises(ModelError, match="progress is True"):
+            dyn.simulate(0.1, 1e-2, progress=bad)

@@ -87,23 +87,6 @@ def warnings_printed(label: str = "note", category=Warning):
         print(f"{'warning' if issubclass(w.category, AccuracyWarning) else label}: {w.message}")
 
 
-@contextmanager
-def progress_bar(description: str, enabled: bool = True):
-    """A Rich progress bar; yields ``update(done, total)`` (a no-op when disabled)."""
-    if not enabled:
-        yield lambda done, total: None
-        return
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TimeRemainingColumn(), transient=True) as bar:
-        task = bar.add_task(description, total=None)
-
-        def update(done, total):
-            bar.update(task, completed=done, total=total)
-        yield update
-
-
 def check_plot(patterns, names) -> None:
     """``--plot`` patterns checked against the channel ``names`` a run will record, before
     the run (a ModelError at ``--plot`` naming the pattern that matches none)."""

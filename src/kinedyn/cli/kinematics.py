@@ -9,8 +9,9 @@ acceleration level).
 from __future__ import annotations
 
 from ..errors import ModelError, run_steps
+from ..progress import progress_bar
 from .common import (add_model_argument, check_plot, compile_model, output_dir, parameters,
-                     positive_float, progress_bar, warnings_printed)
+                     positive_float, warnings_printed)
 
 
 def register(sub) -> None:

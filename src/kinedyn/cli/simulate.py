@@ -15,8 +15,9 @@ factor, max residuals, energy drift) and PNG plots of the energies, the residual
 from __future__ import annotations
 
 from ..errors import ModelError, run_steps
+from ..progress import progress_bar
 from .common import (add_model_argument, check_plot, load_system, output_dir, parameters,
-                     positive_float, progress_bar, warnings_printed)
+                     positive_float, warnings_printed)
 
 METHODS = ("augmented", "projection", "partitioning", "penalty", "index3", "hdca", "embedded")
 INTEGRATORS = ("euler", "semi-implicit-euler", "rk4", "reference")

@@ -30,6 +30,7 @@ from ..linalg.dense import dense_lu
 from ..linalg.sparse import analyse as sparse_analyse
 from ..linalg.sparse import with_fallback
 from ..linalg.subsystem import extract
+from ..progress import reporting
 from . import integrators as I
 from . import schur
 from .schur import mass_blocks
@@ -425,7 +426,8 @@ class Dynamics:
 
         Every call starts from the initial state, as a new ``Dynamics`` would: a run advances
         the state in place and may re-partition or re-analyse the system on the way, so a
-        later call first rebuilds them at the initial state (outside the timed run)."""
+        later call first rebuilds them at the initial state (outside the timed run).
+        ``progress``: True for a progress bar, or a callable ``progress(done, total)``."""
         from .results import DynamicResults
         n_steps = run_steps(self.t0, t_end, dt)
         record_every = record_interval(record_every, n_steps, self.t0, dt)
@@ -439,7 +441,8 @@ class Dynamics:
         # one BLAS thread: the dense LAPACK calls per step (solver="dense", index3) are small,
         # and OpenBLAS threads spinning against a loaded machine made them 18x slower in wall
         # time (natural Gough-Stewart, dense Baumgarte: 39 ms per step at 2.2 ms of CPU)
-        with blas_threads(1):
+        report = reporting(progress, f"{self.model.name}: {self.method}")
+        with blas_threads(1), report as progress:
             if self.method == "index3":
                 wall, cpu = self.hht.run(n_steps, dt, record_every, out, progress)
             elif self.integrator == "reference":

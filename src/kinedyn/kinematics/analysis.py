@@ -29,6 +29,7 @@ from ..linalg.subsystem import extract
 from ..model.compiled import (DRIVER_CODE, CompiledModel, compiled_model, functions_defined,
                               require_positive_distances, undefined)
 from ..parallel.team import check_workers
+from ..progress import reporting
 from . import kernels as K
 from .assembly import POSE_TIME, _eval_phi_q, assemble, constraint_jacobian, constraint_values
 from .diagnose import independent_rows, singular_rows, worst
@@ -360,10 +361,14 @@ class Kinematics:
         """A kinematic simulation from ``t0`` (default: the assembly's, the constructor's
         ``t0``) to ``t_end`` with step ``dt`` (compiled loop).
 
-        ``progress`` is an optional callable ``progress(done, total)`` (the CLI passes a
-        progress bar); the run is cut into chunks only to report progress and to re-analyse
-        the sparse pivot order if a pivot degrades.
+        ``progress``: True for a progress bar, or a callable ``progress(done, total)`` (the CLI
+        passes its own bar); the run is cut into chunks only to report progress and to
+        re-analyse the sparse pivot order if a pivot degrades.
         """
+        with reporting(progress, f"{self.model.name}: kinematics") as report:
+            return self._simulate(t_end, dt, t0, report, extrapolate)
+
+    def _simulate(self, t_end, dt, t0, progress, extrapolate):
         from .results import KinematicResults
         t0 = self.t0 if t0 is None else t0
         check_flag("extrapolate", extrapolate)
