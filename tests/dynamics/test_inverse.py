@@ -200,3 +200,15 @@ def test_the_null_space_check_is_bounded_by_the_number_of_unknowns(monkeypatch):
         warnings.simplefilter("error")
         res = inverse_dynamics(m, "A, B", t_end=0.1, dt=1e-2)
     assert res.summary["undetermined_efforts"] is None
+
+
+def test_relative_coordinates_report_the_drivers_efforts_unchecked():
+    """A relative formulation's drivers' efforts come from its multipliers: equal to the
+    natural ones; the null-space check (natural Newton-Euler) is not applied (None)."""
+    from kinedyn.formulations.relative import Relative
+    m = kinedyn.models.get("four-bar-driven").compile()
+    rel = inverse_dynamics(Relative(m), None, t_end=0.1, dt=1e-2)
+    nat = inverse_dynamics(m, None, t_end=0.1, dt=1e-2)
+    assert rel.summary["undetermined_efforts"] is None and nat.summary["undetermined_efforts"] == []
+    np.testing.assert_allclose(rel.channel("effort.crank_drive"),
+                               nat.channel("effort.crank_drive"), atol=1e-9)
