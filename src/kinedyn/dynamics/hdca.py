@@ -57,14 +57,14 @@ class HDCA:
                  parallel: bool = False, threads: int = 2, q0=None, p0=None):
         if precision not in DTYPES:
             raise UnknownNameError("precision", precision, DTYPES)
-        if check_flag("parallel", parallel):
+        self.parallel = check_flag("parallel", parallel)
+        if self.parallel:
             check_workers("threads", threads)
         self.h = model if isinstance(model, Hamiltonian) else Hamiltonian(model)
         self.integrator = integrator
         self.integrator_code = I.integrator_code(integrator)
         self.precision = precision
-        self.parallel = parallel
-        self.threads = int(threads) if parallel else 1
+        self.threads = int(threads) if self.parallel else 1
         self.data = self.h.make_data(precision)
         self.work = self.h.make_work(self.data)
         self._team = None

@@ -36,7 +36,7 @@ def parse_actuators(model, actuators) -> dict[int, set[int]]:
     (revolute: angle, prismatic: displacement; others need ``joint:component``)."""
     out: dict[int, set[int]] = {}
     for spec in actuator_list(actuators):
-        name, _, comp = str(spec).partition(":")
+        name, _, comp = spec.partition(":")
         if name not in model.joint_name:
             raise UnknownNameError("actuated joint", name, model.joint_name)
         j = model.joint_name.index(name)
