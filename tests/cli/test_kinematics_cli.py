@@ -16,10 +16,14 @@ def test_run_writes_results_summary_and_plots(tmp_path, capsys):
     out = tmp_path / "fb"
     rc = main(["kinematics", "four-bar-driven", "--t-end", "0.5", "--dt", "0.01", "--solver",
                "dense", "--out", str(out), "--plot", "joint.*.angle", "--plot",
-               "point.coupler.B.y", "--no-progress"])
+               "point.coupler.B.y", "--no-progress", "--animate"])
     assert rc == 0
     assert {p.name for p in out.iterdir()} == {"results.csv", "results.npz", "summary.json",
-                                               "channels.png", "residuals.png"}
+                                               "channels.png", "residuals.png", "motion.png",
+                                               "motion.gif"}
+    from PIL import Image
+    with Image.open(out / "motion.gif") as im:  # every one of the 51 samples, in real time
+        assert im.n_frames == 51 and im.info["duration"] == 40
     s = json.loads((out / "summary.json").read_text())
     assert s["model"] == "four-bar-driven" and s["solver"] == "dense" and s["steps"] == 51
     assert s["dt"] == pytest.approx(0.01) and s["t_end"] == pytest.approx(0.5)

@@ -14,7 +14,7 @@ def test_simulate_writes_results_summary_and_plots(tmp_path, capsys):
                  "--out", str(tmp_path)]) == 0
     names = {p.name for p in tmp_path.iterdir()}
     assert {"results.csv", "results.npz", "summary.json", "energies.png", "residuals.png",
-            "channels.png"} <= names
+            "channels.png", "motion.png"} <= names and "motion.gif" not in names
     s = json.loads((tmp_path / "summary.json").read_text())
     assert s["method"] == "partitioning" and s["steps"] == 50
     assert s["max_residual"]["position"] < 1e-10

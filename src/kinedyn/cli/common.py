@@ -95,3 +95,19 @@ def check_plot(patterns, names) -> None:
         Results([0.0], dict.fromkeys(names)).select(patterns)
     except ModelError as err:
         raise err.at(location="--plot") from None
+
+
+def add_motion_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--animate", action="store_true",
+                        help="also write motion.gif, the mechanism moving (at most 150 "
+                             "frames; a second or two)")
+
+
+def motion_files(model, results, out: Path, animate: bool) -> list[Path]:
+    """``motion.png`` (the mechanism at six instants over its points' paths) and, with
+    ``animate``, ``motion.gif`` (:mod:`kinedyn.viz.motion`)."""
+    from ..viz.motion import animate_motion, draw_motion
+    files = [draw_motion(model, results, out / "motion.png")]
+    if animate:
+        files.append(animate_motion(model, results, out / "motion.gif"))
+    return files

@@ -3,15 +3,16 @@
 Positions by Newton-Raphson (tracking mode), velocities and accelerations each step (Group
 Equations paper eqs. 1-3, global formulation in natural coordinates). Writes ``results.csv``,
 ``results.npz`` and ``summary.json`` to the output folder, plus ``channels.png`` for the
-``--plot`` channels and ``residuals.png`` (constraint residuals at position, velocity and
-acceleration level).
+``--plot`` channels, ``residuals.png`` (constraint residuals at position, velocity and
+acceleration level) and ``motion.png`` (the mechanism at six instants over its points' paths;
+``--animate``: also ``motion.gif``, :mod:`kinedyn.viz.motion`).
 """
 from __future__ import annotations
 
 from ..errors import ModelError, run_steps
 from ..progress import progress_bar
-from .common import (add_model_argument, check_plot, compile_model, output_dir, parameters,
-                     positive_float, warnings_printed)
+from .common import (add_model_argument, add_motion_arguments, check_plot, compile_model,
+                     motion_files, output_dir, parameters, positive_float, warnings_printed)
 
 
 def register(sub) -> None:
@@ -19,7 +20,8 @@ def register(sub) -> None:
         "kinematics", help="kinematic simulation (position, velocity, acceleration) of a driven model",
         description="Kinematic simulation of a model whose degrees of freedom are all driven: "
                     "Newton-Raphson positions tracked from step to step, then velocities and "
-                    "accelerations. Results go to CSV, NPZ, summary.json and PNG plots.")
+                    "accelerations. Results go to CSV, NPZ, summary.json and PNG plots, "
+                    "with a picture of the mechanism's motion (and a GIF with --animate).")
     add_model_argument(p)
     p.add_argument("--t-end", type=positive_float, required=True, metavar="T",
                    help="end time (s)")
@@ -48,6 +50,7 @@ def register(sub) -> None:
                    help="channel name or glob pattern to plot (repeatable), e.g. "
                         "'joint.A.angle' or 'body.platform.*'")
     p.add_argument("--out", metavar="DIR", help="output folder (default results/<model>-kinematics)")
+    add_motion_arguments(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -100,6 +103,7 @@ def run(args) -> int:
                                    title=f"{model.name}: kinematics ({kin.solver_name})"))
     files.append(plot_log(res, ["residual.*"], out / "residuals.png",
                           f"{model.name}: constraint residuals", "max |residual|"))
+    files += motion_files(model, res, out, args.animate)
     s = res.summary
     r = s["max_residual"]
     print(f"{model.name}: {s['steps']} steps of {s['dt']:g} s, {kin.strategy} strategy, "

@@ -10,14 +10,15 @@ partitioned ODE). ``--hold JOINTS`` removes the drivers and applies the static e
 hold the initial pose as constant joint forces (e.g. the six legs of a Gough-Stewart platform).
 Writes ``results.csv``, ``results.npz``, ``summary.json`` (wall time, us per step, real-time
 factor, max residuals, energy drift) and PNG plots of the energies, the residuals and the
-``--plot`` channels.
+``--plot`` channels, and ``motion.png`` (the mechanism at six instants over its points' paths;
+``--animate``: also ``motion.gif``).
 """
 from __future__ import annotations
 
 from ..errors import ModelError, run_steps
 from ..progress import progress_bar
-from .common import (add_model_argument, check_plot, load_system, output_dir, parameters,
-                     positive_float, warnings_printed)
+from .common import (add_model_argument, add_motion_arguments, check_plot, load_system,
+                     motion_files, output_dir, parameters, positive_float, warnings_printed)
 
 METHODS = ("augmented", "projection", "partitioning", "penalty", "index3", "hdca", "embedded")
 INTEGRATORS = ("euler", "semi-implicit-euler", "rk4", "reference")
@@ -54,6 +55,7 @@ def register(sub) -> None:
     p.add_argument("--plot", action="append", default=[], metavar="CHANNEL",
                    help="channel name or glob pattern to plot (repeatable)")
     p.add_argument("--out", metavar="DIR", help="output folder (default results/<model>-dynamics)")
+    add_motion_arguments(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -100,6 +102,7 @@ def run(args) -> int:
                           f"{model.name}: constraint residuals", "max |residual|"))
     if args.plot:
         files.append(plot_channels(res, args.plot, out / "channels.png", title=title))
+    files += motion_files(model, res, out, args.animate)
     print_summary(res.summary)
     print("written: " + ", ".join(str(f) for f in files))
     return 0
