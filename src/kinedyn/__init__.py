@@ -23,7 +23,7 @@ __version__ = "0.1.0"
 
 __all__ = ["System", "CompiledModel", "ModelError", "UnknownNameError", "SolverError",
            "ConvergenceError", "SingularConfigurationError", "AssemblyError", "KinedynError",
-           "load", "save", "__version__"]
+           "load", "save", "load_results", "__version__"]
 
 
 def load(path):
@@ -36,3 +36,11 @@ def save(system, path):
     """Save a :class:`System` to a YAML or JSON model file; loading it back is exact."""
     from .model.files import save as _save
     return _save(system, path)
+
+
+def load_results(path):
+    """Results saved by a run (``Results.save``, ``kinedyn kinematics``/``simulate``), read
+    back from their folder or file: channels over time and the summary
+    (:func:`kinedyn.io.results.load_results`)."""
+    from .io.results import load_results as _load_results
+    return _load_results(path)

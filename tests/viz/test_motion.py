@@ -59,14 +59,21 @@ def _segment_lengths(sketch, P):
 
 @pytest.mark.parametrize("name", ["four-bar-driven", "stewart-paper"])
 def test_positions_are_the_model_points_and_outlines_stay_rigid(name):
+    """The sketch, read from the channels alone, has the model's points, bodies and world
+    positions; each body's outline keeps its lengths along the run."""
     model = kinedyn.models.get(name).compile()
     kin = Kinematics(model)
     res = kin.simulate(t_end=0.5, dt=0.01)
-    sketch = Sketch(model)
-    P = sketch.positions(res)
+    sketch = Sketch(res)
+    assert sketch.dim == model.dim and sorted(sketch.point_names) == sorted(model.point_name)
+    assert sorted(sketch.body_names) == sorted(model.body_name)
+    assert sketch.body_names[0] == "ground" and len(sketch.ground_points) == sum(
+        b == 0 for b in model.point_body)
+    P = sketch.P
+    order = [model.point_name.index(n) for n in sketch.point_names]
     f = Natural(model)
     for k in (0, 17, len(res.time) - 1):
-        np.testing.assert_allclose(P[k], f.point_positions(res.q[k]), atol=1e-12)
+        np.testing.assert_allclose(P[k], f.point_positions(res.q[k])[order], atol=1e-12)
     lengths, seg = _segment_lengths(sketch, P)
     assert len(seg) >= model.n_body - 1             # every moving body is drawn
     assert np.ptp(P[:, sketch.moving_points], axis=0).max() > 0.01  # and the mechanism moves
@@ -80,10 +87,10 @@ def test_dynamics_results_are_drawn_too(tmp_path):
     the drawing as the run keeps its constraints."""
     model = kinedyn.models.get("double-pendulum").compile()
     res = Dynamics(model, method="projection").simulate(0.5, 1e-3, record_every=10)
-    sketch = Sketch(model)
-    lengths, _ = _segment_lengths(sketch, sketch.positions(res))
+    sketch = Sketch(res)
+    lengths, _ = _segment_lengths(sketch, sketch.P)
     np.testing.assert_allclose(lengths, lengths[:1].repeat(len(lengths), 0), atol=1e-8)
-    assert draw_motion(model, res, tmp_path / "m.png").stat().st_size > 10_000
+    assert draw_motion(res, tmp_path / "m.png").stat().st_size > 10_000
 
 
 def test_a_pose_is_drawn_where_the_points_are():
@@ -93,8 +100,8 @@ def test_a_pose_is_drawn_where_the_points_are():
     import matplotlib.pyplot as plt
     model = kinedyn.models.get("four-bar-driven").compile()
     res = Kinematics(model).simulate(t_end=0.2, dt=0.01)
-    sketch = Sketch(model)
-    P = sketch.positions(res)
+    sketch = Sketch(res)
+    P = sketch.P
     fig, ax = plt.subplots()
     pose = motion._Pose(sketch, ax)
     pose.update(P[7])
@@ -110,11 +117,11 @@ def test_files(tmp_path):
     import matplotlib.pyplot as plt
     model = kinedyn.models.get("stewart-paper").compile()
     res = Kinematics(model).simulate(t_end=0.3, dt=0.01)          # 31 samples
-    png = draw_motion(model, res, tmp_path / "motion.png", frames=4)
+    png = draw_motion(res, tmp_path / "motion.png", frames=4)
     with Image.open(png) as im:
         rgb = np.asarray(im.convert("RGB")).reshape(-1, 3)
         assert im.size[0] > 500 and len(np.unique(rgb, axis=0)) > 50
-    gif = animate_motion(model, res, tmp_path / "motion.gif", max_frames=10, fps=5)
+    gif = animate_motion(res, tmp_path / "motion.gif", max_frames=10, fps=5)
     with Image.open(gif) as im:
         assert im.n_frames == 10 and im.info["duration"] == 200
         im.seek(0)
@@ -123,7 +130,7 @@ def test_files(tmp_path):
         last = np.asarray(im.convert("RGB"))
     assert (first != last).any()                                  # the platform moved
     # default: every sample (31 < 150 frames), in real time (31 frames over 0.3 s: capped)
-    with Image.open(animate_motion(model, res, tmp_path / "all.gif")) as im:
+    with Image.open(animate_motion(res, tmp_path / "all.gif")) as im:
         assert im.n_frames == 31 and im.info["duration"] == 40
     assert plt.get_fignums() == []                                # no figure left open
 
@@ -133,12 +140,12 @@ def test_bad_input(tmp_path):
     res = Kinematics(model).simulate(t_end=0.1, dt=0.01)
     bare = Results(res.time, {"body.crank.angle": res.channel("body.crank.angle")},
                    {"model": "four-bar-driven"})
-    with pytest.raises(ModelError, match=r"do not record the positions of 8 of the model's 8 "
-                                         r"points .*point\.ground\.A\.x"):
-        draw_motion(model, bare, tmp_path / "m.png")
+    with pytest.raises(ModelError, match=r"record no point positions .*1 channels, e\.g\. "
+                                         r"body\.crank\.angle"):
+        draw_motion(bare, tmp_path / "m.png")
     with pytest.raises(ModelError, match="frames must be an int of at least 1, got 0"):
-        draw_motion(model, res, tmp_path / "m.png", frames=0)
+        draw_motion(res, tmp_path / "m.png", frames=0)
     with pytest.raises(ModelError, match="GIF: give a path ending in .gif"):
-        animate_motion(model, res, tmp_path / "m.mp4")
+        animate_motion(res, tmp_path / "m.mp4")
     with pytest.raises(ModelError, match="fps must be an int"):
-        animate_motion(model, res, tmp_path / "m.gif", fps=2.5)
+        animate_motion(res, tmp_path / "m.gif", fps=2.5)

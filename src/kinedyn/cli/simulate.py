@@ -102,7 +102,7 @@ def run(args) -> int:
                           f"{model.name}: constraint residuals", "max |residual|"))
     if args.plot:
         files.append(plot_channels(res, args.plot, out / "channels.png", title=title))
-    files += motion_files(model, res, out, args.animate)
+    files += motion_files(res, out, args.animate)
     print_summary(res.summary)
     print("written: " + ", ".join(str(f) for f in files))
     return 0

@@ -91,6 +91,86 @@ class Results:
         return written
 
 
+def load_results(path) -> Results:
+    """Results written by :meth:`Results.save`, read back: ``path`` is their folder (its
+    ``results.npz``, else its ``results.csv``) or one of those files; ``summary.json`` beside
+    them becomes the summary when it is there. Every problem is a ModelError naming the file:
+    a missing file, an NPZ or CSV without a ``time`` column first, a CSV row of the wrong
+    length or with a value that is not a number, channels of another length than time."""
+    path = Path(path)
+    if path.is_dir():
+        found = [path / n for n in ("results.npz", "results.csv") if (path / n).is_file()]
+        if not found:
+            raise ModelError(f"{path}: no results.npz or results.csv in this folder (the files "
+                             f"Results.save and the kinematics and simulate commands write)")
+        path = found[0]
+    elif not path.is_file():
+        raise ModelError(f"{path}: no such results file or folder")
+    suffix = path.suffix.lower()
+    if suffix == ".npz":
+        channels = _read_npz(path)
+    elif suffix == ".csv":
+        channels = _read_csv(path)
+    else:
+        raise ModelError(f"{path}: results are read from .npz or .csv files, not "
+                         f"{suffix or 'files without a suffix'}")
+    time = channels.pop("time")
+    if not len(time):
+        raise ModelError(f"{path}: no samples (a header without values)")
+    for name, values in channels.items():
+        if values.shape != time.shape:
+            raise ModelError(f"{path}: channel {name!r} has {len(values)} values, time has "
+                             f"{len(time)}")
+    summary_path = path.parent / "summary.json"
+    summary = {}
+    if summary_path.is_file():
+        try:
+            summary = json.loads(summary_path.read_text())
+        except json.JSONDecodeError as err:
+            raise ModelError(f"{summary_path}: not valid JSON ({err.msg}, line {err.lineno})") \
+                from None
+    return Results(time, channels, summary)
+
+
+def _read_npz(path: Path) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            channels = {n: np.asarray(data[n], float) for n in data.files}
+    except (OSError, ValueError) as err:
+        raise ModelError(f"{path}: not a readable NPZ file ({err})") from None
+    if "time" not in channels:
+        raise ModelError(f"{path}: no 'time' array (results.npz files hold time and one array "
+                         f"per channel)")
+    return channels
+
+
+def _read_csv(path: Path) -> dict[str, np.ndarray]:
+    with path.open(newline="") as fh:
+        rows = list(csv.reader(fh))
+    if not rows or not rows[0] or rows[0][0] != "time":
+        raise ModelError(f"{path}: the first row must be the header, starting with 'time'")
+    header, width = rows[0], len(rows[0])
+    data = np.empty((len(rows) - 1, width))
+    for i, row in enumerate(rows[1:], start=2):
+        if len(row) != width:
+            raise ModelError(f"{path}: line {i} has {len(row)} values, the header {width}")
+        try:
+            data[i - 2] = [float(x) for x in row]
+        except ValueError:
+            bad = next(k for k, x in enumerate(row) if not _is_number(x))
+            raise ModelError(f"{path}: line {i}, column {header[bad]!r}: {row[bad]!r} is not "
+                             f"a number") from None
+    return {name: data[:, k].copy() for k, name in enumerate(header)}
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _json_default(x):
     if isinstance(x, (np.floating, np.integer)):
         return x.item()

@@ -3,10 +3,10 @@
 Each body is drawn as the outline of its points (the joints' and markers' locations of the
 model): a bar between its two extreme points when they lie on a line, the convex polygon
 of its points when they span a plane, the edges of their convex hull when they span space.
-A body is rigid, so its outline is found once, from the points' local coordinates
-(:func:`outline`), and drawn through the world positions the results record in their
-``point.<body>.<point>.<x|y|z>`` channels - the same for kinematics and every dynamics
-method and formulation. The ground's outline is dashed and its points are triangles.
+Everything is read from the results' ``point.<body>.<point>.<x|y|z>`` channels, the same for
+kinematics and every dynamics method and formulation, and for results read back from their
+files: no model is needed. A body is rigid, so its outline is found once, at the first
+sample (:func:`outline`). The ground's outline is dashed and its points are triangles.
 
 * :func:`draw_motion`: the mechanism at a few instants over the paths of its moving points
   (stroboscopic picture; for a four-bar the coupler curves), PNG or SVG;
@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ModelError
+from ..model.system import GROUND
 
 #: relative size below which a point cloud's extent in a direction counts as none
 FLAT = 1e-9
@@ -63,41 +64,43 @@ def outline(local: np.ndarray) -> list[tuple[int, int]]:
     return sorted(edges)
 
 
+
+
 class Sketch:
-    """How a model is drawn: each body's outline as segments between model points, once."""
+    """How the mechanism of ``results`` is drawn, from their channels alone: its points
+    (``point.<body>.<point>.x|y|z``; body names hold no dot, so each name splits into body
+    and point), their positions at every recorded time (:attr:`P`, (n, n_point, d)) and each
+    body's outline (:func:`outline` of its points at the first sample: a rigid motion keeps
+    it) as segments between point indices. No model is needed, so results read back from
+    their files (:func:`kinedyn.load_results`) are drawn as well."""
 
-    def __init__(self, model):
-        self.model = model
-        self.dim = int(model.dim)
-        body_points = [[] for _ in range(model.n_body)]
-        for p, b in enumerate(model.point_body):
-            body_points[int(b)].append(p)
-        self.segments = []  # (n_segments, 2) point indices per body
-        for pts in body_points:
-            local = model.point_local[pts] if pts else np.zeros((0, self.dim))
-            self.segments.append(np.array([(pts[i], pts[j]) for i, j in outline(local)],
-                                          np.int64).reshape(-1, 2))
-        self.ground_points = np.array(body_points[0], np.int64)
-        self.moving_points = np.array([p for pts in body_points[1:] for p in pts], np.int64)
-
-    def positions(self, results) -> np.ndarray:
-        """World positions of every model point at every recorded time: (n, n_point, d), from
-        the results' ``point.*`` channels (a ModelError if they have none)."""
-        m = self.model
-        comps = "xyz"[:self.dim]
-        have = results.channels
-        missing = [n for n in m.point_name if f"point.{n}.x" not in have]
-        if missing:
+    def __init__(self, results):
+        channels = results.channels
+        self.point_names = [n[len("point."):-len(".x")] for n in channels
+                            if n.startswith("point.") and n.endswith(".x")
+                            and n.count(".") == 3]
+        if not self.point_names:
             raise ModelError(
-                f"these results do not record the positions of {len(missing)} of the model's "
-                f"{m.n_point} points (channels point.<body>.<point>.x, first: "
-                f"point.{missing[0]}.x), so the mechanism cannot be drawn: draw results of "
-                f"model {m.name!r} from Kinematics or Dynamics")
-        out = np.empty((len(results.time), m.n_point, self.dim))
-        for p, name in enumerate(m.point_name):
-            for k, c in enumerate(comps):
-                out[:, p, k] = have[f"point.{name}.{c}"]
-        return out
+                f"these results record no point positions (channels point.<body>.<point>.x; "
+                f"they have {len(channels)} channels, e.g. "
+                f"{', '.join(list(channels)[:3]) or 'none'}), so the mechanism cannot be "
+                f"drawn: draw the results of Kinematics or Dynamics")
+        self.dim = 3 if f"point.{self.point_names[0]}.z" in channels else 2
+        self.P = np.empty((len(results.time), len(self.point_names), self.dim))
+        for p, name in enumerate(self.point_names):
+            for k, c in enumerate("xyz"[:self.dim]):
+                self.P[:, p, k] = channels[f"point.{name}.{c}"]
+        bodies: dict[str, list[int]] = {GROUND: []}
+        for p, name in enumerate(self.point_names):
+            bodies.setdefault(name.split(".")[0], []).append(p)
+        self.body_names = list(bodies)  # the ground first
+        self.segments = []  # (n_segments, 2) point indices per body
+        for pts in bodies.values():
+            seg = [(pts[i], pts[j]) for i, j in outline(self.P[0, pts])] if pts else []
+            self.segments.append(np.array(seg, np.int64).reshape(-1, 2))
+        self.ground_points = np.array(bodies[GROUND], np.int64)
+        self.moving_points = np.array([p for b, pts in bodies.items() if b != GROUND
+                                       for p in pts], np.int64)
 
 
 def _frame_indices(n: int, frames: int) -> np.ndarray:
@@ -211,14 +214,13 @@ def _title(results, what: str) -> str:
     return f"{name}: {what}" + (f" ({how})" if how else "")
 
 
-def draw_motion(model, results, path, *, frames: int = 6, title: str | None = None) -> Path:
-    """Draw ``model`` at ``frames`` instants spread over ``results`` (first and last
-    included, the later ones darker) over the paths of its moving points; save to ``path``
-    (PNG or SVG, from its suffix). ``model``: the CompiledModel the results were computed
-    for. Returns the path."""
+def draw_motion(results, path, *, frames: int = 6, title: str | None = None) -> Path:
+    """Draw the mechanism of ``results`` at ``frames`` instants spread over the run (first
+    and last included, the later ones darker) over the paths of its moving points; save to
+    ``path`` (PNG or SVG, from its suffix). Returns the path."""
     frames = _check_count(frames, "frames", 1)
-    sketch = Sketch(model)
-    P = sketch.positions(results)
+    sketch = Sketch(results)
+    P = sketch.P
     plt, fig, ax = _axes(sketch, P, title or _title(results, "motion"))
     note = _paths(sketch, ax, P)
     idx = _frame_indices(len(P), frames)
@@ -234,9 +236,9 @@ def draw_motion(model, results, path, *, frames: int = 6, title: str | None = No
     return path
 
 
-def animate_motion(model, results, path, *, max_frames: int = 150, fps: int | None = None,
+def animate_motion(results, path, *, max_frames: int = 150, fps: int | None = None,
                    title: str | None = None) -> Path:
-    """Save an animation of ``model`` moving through ``results`` to ``path`` (GIF): at most
+    """Save an animation of the mechanism of ``results`` to ``path`` (GIF): at most
     ``max_frames`` frames spread evenly over the recorded samples, at ``fps`` frames per
     second (default: real time, between 2 and 25 frames per second; a short fast run plays in
     slow motion then, which the time stamp shows; a GIF holds each frame a whole number of
@@ -252,8 +254,8 @@ def animate_motion(model, results, path, *, max_frames: int = 150, fps: int | No
     if path.suffix.lower() != ".gif":
         raise ModelError(f"an animation is written as a GIF: give a path ending in .gif, "
                          f"got {str(path)!r}")
-    sketch = Sketch(model)
-    P = sketch.positions(results)
+    sketch = Sketch(results)
+    P = sketch.P
     t = np.asarray(results.time)
     idx = _frame_indices(len(P), max_frames)
     if fps is None:

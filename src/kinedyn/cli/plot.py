@@ -1,0 +1,58 @@
+"""``kinedyn plot RESULTS``: pictures from saved results, without running again.
+
+Reads the results a run saved (``results.npz`` or ``results.csv`` in a folder, and its
+``summary.json``: :func:`kinedyn.load_results`) and draws the mechanism's motion
+(``motion.png``; ``--animate``: ``motion.gif``; :mod:`kinedyn.viz.motion`) and the
+``--plot`` channels (``channels.png``), by default into the results' own folder.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ModelError
+from .common import output_dir
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "plot", help="draw saved results again: the mechanism's motion, chosen channels",
+        description="Pictures from the results of an earlier run (a folder written by "
+                    "`kinedyn kinematics` or `kinedyn simulate`, or its results.npz / "
+                    "results.csv): the mechanism at a few instants over its points' paths "
+                    "(motion.png), optionally animated (motion.gif), and the --plot channels "
+                    "(channels.png). Nothing is simulated again.")
+    p.add_argument("results", metavar="RESULTS",
+                   help="results folder, or its results.npz / results.csv")
+    p.add_argument("--plot", action="append", default=[], metavar="CHANNEL",
+                   help="channel name or glob pattern to plot (repeatable)")
+    p.add_argument("--frames", type=int, default=6, metavar="N",
+                   help="instants drawn in motion.png (default 6)")
+    p.add_argument("--animate", action="store_true", help="also write motion.gif")
+    p.add_argument("--max-frames", type=int, default=150, metavar="N",
+                   help="frame limit of motion.gif (default 150)")
+    p.add_argument("--out", metavar="DIR", help="output folder (default: the results' folder)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..io.results import load_results
+    from ..viz.motion import animate_motion, draw_motion
+    from ..viz.plots import plot_channels
+    res = load_results(args.results)
+    source = Path(args.results)
+    out = output_dir(args.out, str(source if source.is_dir() else source.parent))
+    if args.plot:  # checked before anything is drawn
+        try:
+            res.select(args.plot)
+        except ModelError as err:
+            raise err.at(location="--plot") from None
+    name = res.summary.get("model", source.name)
+    files = [draw_motion(res, out / "motion.png", frames=args.frames)]
+    if args.animate:
+        files.append(animate_motion(res, out / "motion.gif", max_frames=args.max_frames))
+    if args.plot:
+        files.append(plot_channels(res, args.plot, out / "channels.png", title=name))
+    print(f"{name}: {len(res.time)} samples, {len(res.channels)} channels, "
+          f"t = {res.time[0]:g} .. {res.time[-1]:g} s")
+    print("written: " + ", ".join(str(f) for f in files))
+    return 0
