@@ -141,7 +141,9 @@ class HDCAResults(Results):
                              summary["energy"]["max_drift"],
                              summary.get("max_loop_closure", {}).get("position", 0.0),
                              _size(h.model), supply=I.kinetic_supply(
-                                 h.model, self.energy["kinetic"][0], 0.0, _size(h.model)))
+                                 h.model, self.energy["kinetic"][0], 0.0, _size(h.model)),
+                             level=max(float(np.abs(self.energy[k]).max(initial=0.0))
+                                       for k in ("total", "gravity")))
         super().__init__(times, None, summary)
         self.h = h
 

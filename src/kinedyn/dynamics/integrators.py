@@ -67,6 +67,10 @@ CLOSURE_WARNING = 1e-3
 #: runs shorter than this are not judged on their energy: a first-order step from rest makes an
 #: energy error as large as the kinetic energy it starts, which falls as the motion grows
 ENERGY_MIN_STEPS = 100
+#: a change of energy below this share of the energies' size (``level``) is rounding, not the
+#: integrator's error: a mechanism at rest in equilibrium changes by 1e-14 J while its kinetic
+#: energy stays near 1e-28 J
+ENERGY_ROUNDING = 1e-10
 
 
 def kinetic_supply(model, kinetic0: float, spring0: float, size: float) -> float:
@@ -80,7 +84,7 @@ def kinetic_supply(model, kinetic0: float, spring0: float, size: float) -> float
 def warn_if_inaccurate(who: str, integrator: str, dt: float, steps: int, kinetic: np.ndarray,
                        drift: float | None = None, closure: float = 0.0,
                        size: float = 1.0, remedy: str = "",
-                       supply: float | None = None) -> None:
+                       supply: float | None = None, level: float = 0.0) -> None:
     """An :class:`~kinedyn.errors.AccuracyWarning` for a finite run whose numbers are wrong
     anyway: its energy changed by more than :data:`ENERGY_WARNING` of its largest kinetic
     energy although the model conserves it (``drift``: the largest change; None for a model
@@ -88,12 +92,14 @@ def warn_if_inaccurate(who: str, integrator: str, dt: float, steps: int, kinetic
     judged), or its constraints are violated by more than :data:`CLOSURE_WARNING` of the
     mechanism's ``size`` (``closure``: the largest violation; methods that do not enforce the
     positions let them drift; ``remedy``: what else helps then). A run of any length whose
-    kinetic energy exceeds ten times its ``supply`` (:func:`kinetic_supply`) warns too."""
+    kinetic energy exceeds ten times its ``supply`` (:func:`kinetic_supply`) warns too. A
+    change of energy below :data:`ENERGY_ROUNDING` of ``level`` (the size of the run's energies:
+    the largest absolute total, gravity or spring energy) is rounding and never warns."""
     from ..errors import AccuracyWarning
     scale = float(np.max(kinetic, initial=0.0))
     found = []
     if (drift is not None and steps >= ENERGY_MIN_STEPS and scale > 0.0
-            and drift > ENERGY_WARNING * scale):
+            and drift > max(ENERGY_WARNING * scale, ENERGY_ROUNDING * level)):
         found.append(f"the energy changed by {drift:.3g} J, {drift / scale:.0%} of the largest "
                      f"kinetic energy ({scale:.3g} J), in a run that conserves it")
     elif drift is not None and supply is not None and scale > 10.0 * supply:

@@ -78,7 +78,9 @@ class DynamicResults(Results):
             ", or a method that keeps the positions on the constraints (projection, "
             "partitioning)",
             supply=I.kinetic_supply(f.model, E["kinetic"][0], E["spring"][0],
-                                    I.mechanism_size(f)))
+                                    I.mechanism_size(f)),
+            level=max(float(np.abs(self.energy[k]).max(initial=0.0))
+                      for k in ("total", "gravity", "spring")))
         if dyn.method == "augmented" and any(dyn.baumgarte):
             summary["baumgarte"] = list(dyn.baumgarte)
         if dyn.method == "penalty":

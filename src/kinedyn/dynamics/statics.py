@@ -1,0 +1,228 @@
+"""Static equilibrium: the configuration where the loads balance the constraint forces.
+
+At rest (qd = qdd = 0) the equations of motion M qdd + Phi_q^T lambda = F (docs/dynamics.md)
+reduce to the static equilibrium
+
+    r(q, lambda) = Phi_q(q)^T lambda - F(q, 0, t) = 0,    Phi(q, t) = 0,
+
+for the natural coordinates q and the constraints' multipliers lambda: gravity, springs (their
+free lengths and preloads), applied point and joint forces and user forces balanced by the
+joints and the drivers. Newton-Raphson on both together, with the tangent stiffness
+
+    K = d r / d q = sum_i lambda_i Hess(Phi_i) - dF/dq
+
+(the constraints' geometric stiffness and the loads' stiffness) by central differences of r,
+solves the saddle-point system [K Phi_q^T; Phi_q 0] [dq; dlambda] = -[r; Phi], backtracking
+on the residual norm. Redundant constraints are left out (:func:`~kinedyn.kinematics.diagnose.
+independent_rows`), as in the kinematic and dynamic analyses.
+
+The **stability** of an equilibrium is the sign of the stiffness along the mechanism's free
+motions: the eigenvalues of N^T K_s N, with N an orthonormal basis of the null space of Phi_q
+and K_s the symmetric part of K (for conservative loads K is symmetric, and N^T K N is the
+Hessian of the potential energy on the constraint manifold). All positive: stable; one
+negative: unstable (an inverted pendulum); zero ones and no negative: neutral (a free
+direction no load resists). A model whose drivers take every freedom has none to judge.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import AssemblyError, ConvergenceError, check_iteration_settings, check_number, coordinates
+from ..io.results import Results
+from ..kinematics.analysis import formulation_for
+from ..kinematics.assembly import assemble, constraint_jacobian, constraint_values
+from ..kinematics.diagnose import independent_rows
+from .evaluate import forces
+
+#: relative size below which an eigenvalue of the reduced stiffness counts as zero
+NEUTRAL = 1e-7
+#: the longest step of an iteration: a fraction of the mechanism's size for points, radians
+#: for unit vectors
+MAX_STEP = 0.25
+
+
+@dataclass
+class Equilibrium:
+    """A static equilibrium (:func:`static_equilibrium`)."""
+
+    q: np.ndarray            # natural coordinates
+    multipliers: dict        # {constraint name: lambda}; redundant rows are left out (none)
+    residual: dict           # max |Phi| and max |Phi_q^T lambda - F| at the solution
+    iterations: int          # Newton-Raphson iterations
+    stiffness: np.ndarray    # eigenvalues of the stiffness along the free motions, ascending
+    stability: str           # "stable", "unstable", "neutral" or "driven" (no freedom)
+    results: Results         # one sample: the channels of the configuration (body.*, ...)
+
+    def channel(self, name: str) -> float:
+        """The value of a channel (``body.rod.angle``, ``point.coupler.B.y`` ...) there."""
+        return float(self.results.channel(name)[0])
+
+
+def static_equilibrium(model, *, t: float = 0.0, q=None, tol: float = 1e-10,
+                       max_iter: int = 50) -> Equilibrium:
+    """The static equilibrium of ``model`` (a System, CompiledModel or natural formulation)
+    at time ``t`` (the drivers' and the loads' functions of time are evaluated there), found
+    by Newton-Raphson from ``q`` (natural coordinates; default: the model's initial
+    configuration, assembled at ``t``). Converged when max |Phi| <= ``tol`` and max
+    |Phi_q^T lambda - F| <= ``tol`` times the largest generalised load. Raises
+    ConvergenceError (naming the worst-balanced coordinates) when it does not converge in
+    ``max_iter`` iterations; warns when the equilibrium found is unstable."""
+    f = formulation_for(model)
+    check_iteration_settings(tol, max_iter)
+    check_number("t", t, -math.inf)
+    t = float(t)
+    q = assemble(f, f.q0 if q is None else coordinates(f, q, "q"), t)
+    work = f.make_work()
+    rows, redundant = independent_rows(constraint_jacobian(f, q, t, work))
+    zero = np.zeros(f.n_q)
+
+    def jacobian(x):
+        return constraint_jacobian(f, x, t, work)[rows].toarray()
+
+    def balance(x, lam):  # Phi_q^T lambda - F: what the loads leave unbalanced
+        return jacobian(x).T @ lam - forces(f, x, zero, t)
+
+    scale = max(float(np.abs(forces(f, q, zero, t)).max(initial=0.0)), 1e-300)
+    size = _coordinate_sizes(f, q)
+    step = 1e-6 * size
+
+    def settle(x):
+        """``x`` put back on the constraints, with the multipliers that balance the loads
+        best there (least squares) and the load they leave unbalanced."""
+        x = assemble(f, x, t, min(tol, 1e-10), work)
+        for _ in range(3):  # the least-squares assembly stops near 1e-8: Newton polishes
+            phi = constraint_values(f, x, t, work, rows)
+            if np.abs(phi).max(initial=0.0) <= 1e-14 * max(1.0, float(np.abs(x).max())):
+                break
+            x = x - np.linalg.lstsq(jacobian(x), phi, rcond=None)[0]
+        load = forces(f, x, zero, t)
+        lam = np.linalg.lstsq(jacobian(x).T, load, rcond=None)[0]
+        r = balance(x, lam)
+        return x, lam, r, float(np.abs(r).max(initial=0.0)) / scale
+
+    q, lam, r, err = settle(q)
+    it = 0
+    while err > tol:
+        if it == max_iter:
+            names = f.coordinate_names
+            bad = [names[i] for i in np.argsort(-np.abs(r))[:3]]
+            free = _unresisted(tangent_stiffness(balance, q, lam, step), jacobian(q), r)
+            why = (f"; nothing resists the loads along a free motion of "
+                   f"{', '.join(names[i] for i in free)}: there may be no equilibrium (a body "
+                   f"that floats free under gravity, a constant force on a free slider)"
+                   if free else "")
+            raise ConvergenceError(
+                f"static equilibrium not found in {max_iter} iterations (unbalanced load "
+                f"{np.abs(r).max():.3g}, {err:.3g} of the largest load, on coordinates "
+                f"{', '.join(bad)}){why}: start nearer an equilibrium (q=...) or raise "
+                f"max_iter", time=t)
+        K = tangent_stiffness(balance, q, lam, step)
+        J = jacobian(q)
+        eig, _ = _stability(K, J)
+        # where the stiffness along the free motions is not positive (an inflexion, a
+        # maximum of the potential), a shift makes the step one that lowers the potential
+        # (Levenberg-Marquardt), its length limited below: towards a stable equilibrium
+        shift = 0.0
+        if len(eig) and eig[0] <= NEUTRAL * max(float(np.abs(eig).max()), 1e-300):
+            shift = -eig[0] + 1e-3 * max(float(np.abs(eig).max()), float(np.abs(K).max()), 1.0)
+        m = len(rows)
+        A = np.block([[K + shift * np.eye(f.n_q), J.T], [J, np.zeros((m, m))]])
+        rhs = -np.concatenate([r, np.zeros(m)])
+        try:
+            dq = np.linalg.solve(A, rhs)[:f.n_q]
+        except np.linalg.LinAlgError:
+            dq = np.linalg.lstsq(A, rhs, rcond=None)[0][:f.n_q]
+        # at most MAX_STEP of the mechanism's size (points) or radians (unit vectors)
+        dq *= min(1.0, MAX_STEP / max(float(np.abs(dq / size).max(initial=0.0)), 1e-300))
+        for _ in range(12):  # Newton's step backtracks on the unbalanced load; the shifted
+            try:             # step is taken as it is (the load may grow on the way down)
+                trial = settle(q + dq)
+            except (AssemblyError, ConvergenceError):
+                trial = None
+            if trial is not None and (shift > 0.0 or trial[3] < err):
+                break
+            dq *= 0.5
+        if trial is None:
+            raise ConvergenceError(
+                f"static equilibrium: the constraints cannot be met along the step of "
+                f"iteration {it + 1} (unbalanced load {err:.3g} of the largest)", time=t)
+        q, lam, r, err = trial
+        it += 1
+    K = tangent_stiffness(balance, q, lam, step)
+    eig, stability = _stability(K, jacobian(q))
+    phi = constraint_values(f, q, t, work)
+    if stability == "unstable":
+        warnings.warn(f"the static equilibrium of {f.model.name!r} found at t = {t:g} s is "
+                      f"unstable (stiffness {eig[0]:.3g} along one of its free motions: a small "
+                      f"disturbance makes it move away)",
+                      stacklevel=2)
+    names = f.constraint_names
+    multipliers = {names[i]: float(v) for i, v in zip(rows, lam)}
+    z = np.zeros((1, f.n_q))
+    results = Results(np.array([t]), f.observables(q[None], z, z),
+                      {"model": f.model.name, "analysis": "statics", "stability": stability})
+    return Equilibrium(q, multipliers, {"position": float(np.abs(phi).max(initial=0.0)),
+                                        "force": float(np.abs(r).max(initial=0.0))},
+                       it, eig, stability, results)
+
+
+def tangent_stiffness(balance, q, lam, step: np.ndarray) -> np.ndarray:
+    """d/dq of ``balance(q, lam)`` by central differences, coordinate j moved by ``step[j]``."""
+    n = len(q)
+    K = np.empty((n, n))
+    x = q.copy()
+    for j in range(n):
+        x[j] = q[j] + step[j]
+        plus = balance(x, lam)
+        x[j] = q[j] - step[j]
+        K[:, j] = (plus - balance(x, lam)) / (2 * step[j])
+        x[j] = q[j]
+    return K
+
+
+def _coordinate_sizes(f, q) -> np.ndarray:
+    """The size each natural coordinate moves on: the mechanism's extent for points, 1 for
+    the components of unit vectors."""
+    points = f.point_positions(q)
+    extent = float(np.ptp(points, axis=0).max()) if len(points) else 1.0
+    extent = extent if extent > 0 else 1.0
+    return np.concatenate([np.full(len(b.value), extent if b.kind == "point" else 1.0)
+                           for b in f.layout.blocks])
+
+
+def _unresisted(K, J, r) -> list[int]:
+    """The coordinates that move most along the free motions with no stiffness (eigenvalues
+    of the reduced stiffness near zero) that the unbalanced load ``r`` pushes along: where
+    the loads have a resultant nothing resists. Empty when there is none."""
+    from scipy.linalg import null_space
+    N = null_space(J) if J.size else np.eye(K.shape[0])
+    if N.shape[1] == 0:
+        return []
+    eig, V = np.linalg.eigh(N.T @ (0.5 * (K + K.T)) @ N)
+    small = 1e-6 * max(float(np.abs(eig).max()), 1e-300)
+    load = V.T @ (N.T @ r)           # the load along each free motion
+    pushed = (np.abs(eig) <= small) & (np.abs(load) > 1e-6 * max(np.abs(r).max(), 1e-300))
+    if not pushed.any():
+        return []
+    motion = np.abs(N @ V[:, pushed]).max(axis=1)
+    return [int(i) for i in np.argsort(-motion)[:3]]
+
+
+def _stability(K, J) -> tuple[np.ndarray, str]:
+    """Eigenvalues of the symmetric stiffness along the free motions (null space of J) and
+    what they say (module docstring)."""
+    from scipy.linalg import null_space
+    N = null_space(J) if J.size else np.eye(K.shape[0])
+    if N.shape[1] == 0:
+        return np.zeros(0), "driven"
+    eig = np.linalg.eigvalsh(N.T @ (0.5 * (K + K.T)) @ N)
+    small = NEUTRAL * max(float(np.abs(eig).max()), 1e-300)
+    if eig[0] < -small:
+        return eig, "unstable"
+    if eig[0] <= small:
+        return eig, "neutral"
+    return eig, "stable"
