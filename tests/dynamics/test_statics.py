@@ -129,6 +129,9 @@ def test_bad_input():
         static_equilibrium(model, q=[0.0, 1.0])
     with pytest.raises(ConvergenceError, match=r"not found in 2 iterations \(unbalanced load"):
         static_equilibrium(model, max_iter=2)
+    from kinedyn.formulations.relative import Relative
+    with pytest.raises(ModelError, match="solved in natural coordinates: give the model"):
+        static_equilibrium(Relative(model))
 
 
 def test_a_body_falling_free_has_no_equilibrium_and_says_why():

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import AssemblyError, ConvergenceError, check_iteration_settings, check_number, coordinates
+from ..errors import (AssemblyError, ConvergenceError, ModelError, check_iteration_settings,
+                      check_number, coordinates)
 from ..io.results import Results
 from ..kinematics.analysis import formulation_for
 from ..kinematics.assembly import assemble, constraint_jacobian, constraint_values
@@ -64,110 +65,135 @@ class Equilibrium:
 
 def static_equilibrium(model, *, t: float = 0.0, q=None, tol: float = 1e-10,
                        max_iter: int = 50) -> Equilibrium:
-    """The static equilibrium of ``model`` (a System, CompiledModel or natural formulation)
-    at time ``t`` (the drivers' and the loads' functions of time are evaluated there), found
-    by Newton-Raphson from ``q`` (natural coordinates; default: the model's initial
-    configuration, assembled at ``t``). Converged when max |Phi| <= ``tol`` and max
-    |Phi_q^T lambda - F| <= ``tol`` times the largest generalised load. Raises
-    ConvergenceError (naming the worst-balanced coordinates) when it does not converge in
-    ``max_iter`` iterations; warns when the equilibrium found is unstable."""
+    """The static equilibrium of ``model`` (a System or CompiledModel) at time ``t`` (the
+    drivers' and the loads' functions of time are evaluated there), found from ``q``
+    (natural coordinates; default: the model's initial configuration, assembled at ``t``):
+    the iterates stay on the constraints, and it has converged when the load they leave
+    unbalanced, max |Phi_q^T lambda - F|, is at most ``tol`` times the largest generalised
+    load. Raises ConvergenceError (naming the worst-balanced coordinates, and the free
+    motions nothing resists) when it does not converge in ``max_iter`` iterations; warns
+    when the equilibrium found is unstable."""
+    from ..formulations.natural import Natural
     f = formulation_for(model)
+    if not isinstance(f, Natural):
+        raise ModelError(f"static equilibrium is solved in natural coordinates: give the "
+                         f"model (a System or CompiledModel), not a {type(f).__name__} "
+                         f"formulation")
     check_iteration_settings(tol, max_iter)
     check_number("t", t, -math.inf)
-    t = float(t)
-    q = assemble(f, f.q0 if q is None else coordinates(f, q, "q"), t)
-    work = f.make_work()
-    rows, redundant = independent_rows(constraint_jacobian(f, q, t, work))
-    zero = np.zeros(f.n_q)
-
-    def jacobian(x):
-        return constraint_jacobian(f, x, t, work)[rows].toarray()
-
-    def balance(x, lam):  # Phi_q^T lambda - F: what the loads leave unbalanced
-        return jacobian(x).T @ lam - forces(f, x, zero, t)
-
-    scale = max(float(np.abs(forces(f, q, zero, t)).max(initial=0.0)), 1e-300)
-    size = _coordinate_sizes(f, q)
-    step = 1e-6 * size
-
-    def settle(x):
-        """``x`` put back on the constraints, with the multipliers that balance the loads
-        best there (least squares) and the load they leave unbalanced."""
-        x = assemble(f, x, t, min(tol, 1e-10), work)
-        for _ in range(3):  # the least-squares assembly stops near 1e-8: Newton polishes
-            phi = constraint_values(f, x, t, work, rows)
-            if np.abs(phi).max(initial=0.0) <= 1e-14 * max(1.0, float(np.abs(x).max())):
-                break
-            x = x - np.linalg.lstsq(jacobian(x), phi, rcond=None)[0]
-        load = forces(f, x, zero, t)
-        lam = np.linalg.lstsq(jacobian(x).T, load, rcond=None)[0]
-        r = balance(x, lam)
-        return x, lam, r, float(np.abs(r).max(initial=0.0)) / scale
-
-    q, lam, r, err = settle(q)
+    statics = _Statics(f, float(t), f.q0 if q is None else coordinates(f, q, "q"))
+    q, lam, r, err = statics.settle(statics.q_start)
     it = 0
     while err > tol:
         if it == max_iter:
-            names = f.coordinate_names
-            bad = [names[i] for i in np.argsort(-np.abs(r))[:3]]
-            free = _unresisted(tangent_stiffness(balance, q, lam, step), jacobian(q), r)
-            why = (f"; nothing resists the loads along a free motion of "
-                   f"{', '.join(names[i] for i in free)}: there may be no equilibrium (a body "
-                   f"that floats free under gravity, a constant force on a free slider)"
-                   if free else "")
-            raise ConvergenceError(
-                f"static equilibrium not found in {max_iter} iterations (unbalanced load "
-                f"{np.abs(r).max():.3g}, {err:.3g} of the largest load, on coordinates "
-                f"{', '.join(bad)}){why}: start nearer an equilibrium (q=...) or raise "
-                f"max_iter", time=t)
-        K = tangent_stiffness(balance, q, lam, step)
-        J = jacobian(q)
+            statics.fail(max_iter, q, lam, r, err)
+        q, lam, r, err = statics.iterate(q, lam, r, err, it)
+        it += 1
+    K = statics.stiffness(q, lam)
+    J = statics.jacobian(q)
+    eig, stability = _stability(K, J)
+    if stability == "unstable":
+        warnings.warn(f"the static equilibrium of {f.model.name!r} found at t = {t:g} s is "
+                      f"unstable (stiffness {eig[0]:.3g} along one of its free motions: a small "
+                      f"disturbance makes it move away)", stacklevel=2)
+    multipliers = {f.constraint_names[i]: float(v) for i, v in zip(statics.rows, lam)}
+    z = np.zeros((1, f.n_q))
+    results = Results(np.array([statics.t]), f.observables(q[None], z, z),
+                      {"model": f.model.name, "analysis": "statics", "stability": stability})
+    phi = constraint_values(f, q, statics.t, statics.work)
+    return Equilibrium(q, multipliers, {"position": float(np.abs(phi).max(initial=0.0)),
+                                        "force": float(np.abs(r).max(initial=0.0))},
+                       it, eig, stability, results)
+
+
+class _Statics:
+    """The static equations of formulation ``f`` at time ``t`` and one iteration on them
+    (module docstring)."""
+
+    def __init__(self, f, t: float, q):
+        self.f, self.t, self.work = f, t, f.make_work()
+        self.q_start = q = assemble(f, q, t)
+        self.rows, _ = independent_rows(constraint_jacobian(f, q, t, self.work))
+        self.zero = np.zeros(f.n_q)
+        self.scale = max(float(np.abs(self.load(q)).max(initial=0.0)), 1e-300)
+        self.size = _coordinate_sizes(f, q)
+
+    def load(self, x) -> np.ndarray:
+        return forces(self.f, x, self.zero, self.t)
+
+    def jacobian(self, x) -> np.ndarray:
+        return constraint_jacobian(self.f, x, self.t, self.work)[self.rows].toarray()
+
+    def balance(self, x, lam) -> np.ndarray:
+        """Phi_q^T lambda - F: what the loads leave unbalanced."""
+        return self.jacobian(x).T @ lam - self.load(x)
+
+    def stiffness(self, x, lam) -> np.ndarray:
+        return tangent_stiffness(self.balance, x, lam, 1e-6 * self.size)
+
+    def settle(self, x):
+        """``x`` put back on the constraints, with the multipliers that balance the loads
+        best there (least squares), the load they leave unbalanced and its share of the
+        largest load."""
+        f, t = self.f, self.t
+        x = assemble(f, x, t, 1e-10, self.work)
+        for _ in range(3):  # the least-squares assembly stops near 1e-8: Newton polishes
+            phi = constraint_values(f, x, t, self.work, self.rows)
+            if np.abs(phi).max(initial=0.0) <= 1e-14 * max(1.0, float(np.abs(x).max())):
+                break
+            x = x - np.linalg.lstsq(self.jacobian(x), phi, rcond=None)[0]
+        lam = np.linalg.lstsq(self.jacobian(x).T, self.load(x), rcond=None)[0]
+        r = self.balance(x, lam)
+        return x, lam, r, float(np.abs(r).max(initial=0.0)) / self.scale
+
+    def iterate(self, q, lam, r, err, it: int):
+        """One step of the saddle-point system [K Phi_q^T; Phi_q 0], shifted where the
+        stiffness along the free motions is not positive (an inflexion, a maximum of the
+        potential) so that it lowers the potential (Levenberg-Marquardt), its length limited
+        to MAX_STEP of the size of each coordinate: towards a stable equilibrium. Newton's
+        own step backtracks on the unbalanced load; the shifted one is taken as it is (the
+        load may grow on the way down)."""
+        n = self.f.n_q
+        K, J = self.stiffness(q, lam), self.jacobian(q)
         eig, _ = _stability(K, J)
-        # where the stiffness along the free motions is not positive (an inflexion, a
-        # maximum of the potential), a shift makes the step one that lowers the potential
-        # (Levenberg-Marquardt), its length limited below: towards a stable equilibrium
         shift = 0.0
         if len(eig) and eig[0] <= NEUTRAL * max(float(np.abs(eig).max()), 1e-300):
             shift = -eig[0] + 1e-3 * max(float(np.abs(eig).max()), float(np.abs(K).max()), 1.0)
-        m = len(rows)
-        A = np.block([[K + shift * np.eye(f.n_q), J.T], [J, np.zeros((m, m))]])
+        m = len(self.rows)
+        A = np.block([[K + shift * np.eye(n), J.T], [J, np.zeros((m, m))]])
         rhs = -np.concatenate([r, np.zeros(m)])
         try:
-            dq = np.linalg.solve(A, rhs)[:f.n_q]
+            dq = np.linalg.solve(A, rhs)[:n]
         except np.linalg.LinAlgError:
-            dq = np.linalg.lstsq(A, rhs, rcond=None)[0][:f.n_q]
-        # at most MAX_STEP of the mechanism's size (points) or radians (unit vectors)
-        dq *= min(1.0, MAX_STEP / max(float(np.abs(dq / size).max(initial=0.0)), 1e-300))
-        for _ in range(12):  # Newton's step backtracks on the unbalanced load; the shifted
-            try:             # step is taken as it is (the load may grow on the way down)
-                trial = settle(q + dq)
+            dq = np.linalg.lstsq(A, rhs, rcond=None)[0][:n]
+        dq *= min(1.0, MAX_STEP / max(float(np.abs(dq / self.size).max(initial=0.0)), 1e-300))
+        for _ in range(12):
+            try:
+                trial = self.settle(q + dq)
             except (AssemblyError, ConvergenceError):
                 trial = None
             if trial is not None and (shift > 0.0 or trial[3] < err):
-                break
+                return trial
             dq *= 0.5
         if trial is None:
             raise ConvergenceError(
                 f"static equilibrium: the constraints cannot be met along the step of "
-                f"iteration {it + 1} (unbalanced load {err:.3g} of the largest)", time=t)
-        q, lam, r, err = trial
-        it += 1
-    K = tangent_stiffness(balance, q, lam, step)
-    eig, stability = _stability(K, jacobian(q))
-    phi = constraint_values(f, q, t, work)
-    if stability == "unstable":
-        warnings.warn(f"the static equilibrium of {f.model.name!r} found at t = {t:g} s is "
-                      f"unstable (stiffness {eig[0]:.3g} along one of its free motions: a small "
-                      f"disturbance makes it move away)",
-                      stacklevel=2)
-    names = f.constraint_names
-    multipliers = {names[i]: float(v) for i, v in zip(rows, lam)}
-    z = np.zeros((1, f.n_q))
-    results = Results(np.array([t]), f.observables(q[None], z, z),
-                      {"model": f.model.name, "analysis": "statics", "stability": stability})
-    return Equilibrium(q, multipliers, {"position": float(np.abs(phi).max(initial=0.0)),
-                                        "force": float(np.abs(r).max(initial=0.0))},
-                       it, eig, stability, results)
+                f"iteration {it + 1} (unbalanced load {err:.3g} of the largest)", time=self.t)
+        return trial  # Newton's step did not lower the load: its shortest try
+
+    def fail(self, max_iter: int, q, lam, r, err):
+        names = self.f.coordinate_names
+        bad = [names[i] for i in np.argsort(-np.abs(r))[:3]]
+        free = _unresisted(self.stiffness(q, lam), self.jacobian(q), r)
+        why = (f"; nothing resists the loads along a free motion of "
+               f"{', '.join(names[i] for i in free)}: there may be no equilibrium (a body "
+               f"that floats free under gravity, a constant force on a free slider)"
+               if free else "")
+        raise ConvergenceError(
+            f"static equilibrium not found in {max_iter} iterations (unbalanced load "
+            f"{np.abs(r).max():.3g}, {err:.3g} of the largest load, on coordinates "
+            f"{', '.join(bad)}){why}: start nearer an equilibrium (q=...) or raise "
+            f"max_iter", time=self.t)
 
 
 def tangent_stiffness(balance, q, lam, step: np.ndarray) -> np.ndarray:
@@ -194,17 +220,22 @@ def _coordinate_sizes(f, q) -> np.ndarray:
                            for b in f.layout.blocks])
 
 
-def _unresisted(K, J, r) -> list[int]:
-    """The coordinates that move most along the free motions with no stiffness (eigenvalues
-    of the reduced stiffness near zero) that the unbalanced load ``r`` pushes along: where
-    the loads have a resultant nothing resists. Empty when there is none."""
+def _free_stiffness(K, J):
+    """Eigenvalues (ascending) and eigenvectors of the symmetric stiffness along the free
+    motions, N^T K_s N, and the basis N of the free motions (the null space of ``J``)."""
     from scipy.linalg import null_space
     N = null_space(J) if J.size else np.eye(K.shape[0])
-    if N.shape[1] == 0:
-        return []
     eig, V = np.linalg.eigh(N.T @ (0.5 * (K + K.T)) @ N)
-    small = 1e-6 * max(float(np.abs(eig).max()), 1e-300)
-    load = V.T @ (N.T @ r)           # the load along each free motion
+    return eig, V, N
+
+
+def _unresisted(K, J, r) -> list[int]:
+    """The coordinates that move most along the free motions with no stiffness (eigenvalues
+    near zero) that the unbalanced load ``r`` pushes along: where the loads have a resultant
+    nothing resists. Empty when there is none."""
+    eig, V, N = _free_stiffness(K, J)
+    small = 1e-6 * max(float(np.abs(eig).max(initial=0.0)), 1e-300)
+    load = V.T @ (N.T @ r)  # the load along each free motion
     pushed = (np.abs(eig) <= small) & (np.abs(load) > 1e-6 * max(np.abs(r).max(), 1e-300))
     if not pushed.any():
         return []
@@ -213,13 +244,11 @@ def _unresisted(K, J, r) -> list[int]:
 
 
 def _stability(K, J) -> tuple[np.ndarray, str]:
-    """Eigenvalues of the symmetric stiffness along the free motions (null space of J) and
-    what they say (module docstring)."""
-    from scipy.linalg import null_space
-    N = null_space(J) if J.size else np.eye(K.shape[0])
-    if N.shape[1] == 0:
-        return np.zeros(0), "driven"
-    eig = np.linalg.eigvalsh(N.T @ (0.5 * (K + K.T)) @ N)
+    """Eigenvalues of the symmetric stiffness along the free motions and what they say
+    (module docstring)."""
+    eig, _, _ = _free_stiffness(K, J)
+    if len(eig) == 0:
+        return eig, "driven"
     small = NEUTRAL * max(float(np.abs(eig).max()), 1e-300)
     if eig[0] < -small:
         return eig, "unstable"
