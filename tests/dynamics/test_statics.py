@@ -32,6 +32,15 @@ def test_double_pendulum_hangs_with_its_closed_form_stiffness():
             1.5 * math.pi, abs=1e-9)
     np.testing.assert_allclose(eq.stiffness, [2.0 * G / 2, (0.5 + 2.0) * G], rtol=1e-6)
     assert eq.residual["position"] < 1e-12 and eq.residual["force"] < 1e-9
+    # small oscillations: the linearised equations in the rods' angles, M th'' + K th = 0
+    from scipy.linalg import eigh
+    m1, m2 = 1.0, 2.0
+    M = np.array([[m1 / 3 + m2, m2 / 2], [m2 / 2, m2 / 3]])
+    K = np.diag([(m1 / 2 + m2) * G, m2 * G / 2])
+    np.testing.assert_allclose(eq.frequencies,
+                               np.sqrt(eigh(K, M, eigvals_only=True)) / (2 * math.pi),
+                               rtol=1e-6)
+    assert eq.modes.shape == (4, 2)
 
 
 def test_inverted_equilibrium_is_reported_unstable():
@@ -41,6 +50,7 @@ def test_inverted_equilibrium_is_reported_unstable():
         eq = static_equilibrium(double_pendulum(theta1=math.pi, theta2=math.pi).compile())
     assert eq.iterations == 0 and eq.stability == "unstable"
     np.testing.assert_allclose(eq.stiffness, [-1.5 * G, -0.5 * G], rtol=1e-6)
+    assert np.isnan(eq.frequencies).all()  # both motions grow
 
 
 def test_no_load_is_neutral():
@@ -84,6 +94,19 @@ def test_pendulum_on_a_spring_matches_its_potential():
     assert abs(math.remainder(angle - nearest, 2 * math.pi)) < 1e-9
     assert eq.stability == "stable"
     assert eq.stiffness[0] == pytest.approx(d2[roots.index(nearest)], rel=1e-5)
+    # its natural frequency: V'' over the moment of inertia about the pivot, m / 3
+    f0 = math.sqrt(d2[roots.index(nearest)] / (m / 3)) / (2 * math.pi)
+    assert eq.frequencies[0] == pytest.approx(f0, rel=1e-5)
+    # and the dynamics agree: nudged along its mode, it swings with that period
+    model = _spring_pendulum(k, l0, m).compile()
+    q0 = eq.q + 1e-3 * eq.modes[:, 0] / np.abs(eq.modes[:, 0]).max()
+    res = Dynamics(model, method="projection", q0=q0).simulate(round(3.2 / f0, 2), 1e-3)
+    swing = res.channel("body.rod.angle") - eq.channel("body.rod.angle")
+    up = np.flatnonzero((swing[:-1] < 0) & (swing[1:] >= 0))
+    crossings = res.time[up] - swing[up] * (res.time[up + 1] - res.time[up]) / (
+        swing[up + 1] - swing[up])
+    assert len(crossings) >= 3
+    assert np.diff(crossings).mean() == pytest.approx(1 / f0, rel=1e-3)
 
 
 def test_a_four_bar_started_at_its_equilibrium_stays_there():
@@ -152,8 +175,10 @@ def test_equilibrium_command(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "four-bar: static equilibrium at t = 0 s after" in text
     assert "stable (stiffness along its 1 free motion:" in text
+    assert "small oscillations about it: " in text
     s = json.loads((out / "summary.json").read_text())
     assert s["stability"] == "stable" and s["analysis"] == "statics" and len(s["stiffness"]) == 1
+    assert s["frequencies_hz"][0] > 0
     eq = static_equilibrium(kinedyn.models.get("four-bar").compile())
     assert s["joint_coordinates"]["joint.A.angle"] == pytest.approx(eq.channel("joint.A.angle"))
     assert {"results.npz", "results.csv", "equilibrium.png"} <= {p.name for p in out.iterdir()}

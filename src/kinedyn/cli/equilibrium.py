@@ -2,7 +2,8 @@
 
 Newton-Raphson on the static equations Phi_q^T lambda = F, Phi = 0 from the model's initial
 configuration (:func:`kinedyn.dynamics.statics.static_equilibrium`). Prints the stability
-(the stiffness along each free motion), the joint coordinates there and the residuals; writes
+(the stiffness along each free motion), the frequencies of small oscillations about it, the
+joint coordinates there and the residuals; writes
 ``results.csv``/``results.npz`` (one sample: every channel of the configuration),
 ``summary.json`` and ``equilibrium.png`` (the mechanism drawn there).
 """
@@ -51,6 +52,7 @@ def run(args) -> int:
     res.summary.update({
         "t": args.t, "iterations": eq.iterations, "stability": eq.stability,
         "stiffness": eq.stiffness.tolist(), "residual": eq.residual,
+        "frequencies_hz": [None if np.isnan(x) else float(x) for x in eq.frequencies],
         "joint_coordinates": joints, "multipliers": eq.multipliers})
     files = res.save(out)
     files.append(draw_motion(res, out / "equilibrium.png", frames=1,
@@ -61,6 +63,9 @@ def run(args) -> int:
           f"iterations: {eq.stability}"
           + (f" (stiffness along its {free} free motion{'s' * (free > 1)}: {stiff})"
              if free else " (the drivers take every freedom)"))
+    if len(eq.frequencies) and not np.isnan(eq.frequencies).all():
+        hz = ", ".join("grows" if np.isnan(x) else f"{x:.4g}" for x in eq.frequencies[:8])
+        print(f"small oscillations about it: {hz}{' ...' if free > 8 else ''} Hz")
     for name, value in list(joints.items())[:12]:
         unit = "rad" if name.endswith("angle") else "m"
         print(f"  {name:40s} {value: .6g} {unit}")

@@ -16,6 +16,9 @@ solves the saddle-point system [K Phi_q^T; Phi_q 0] [dq; dlambda] = -[r; Phi], b
 on the residual norm. Redundant constraints are left out (:func:`~kinedyn.kinematics.diagnose.
 independent_rows`), as in the kinematic and dynamic analyses.
 
+Small oscillations about it (its natural frequencies and mode shapes) follow from the same
+stiffness and the mass matrix on the free motions (:func:`_free_vibration`).
+
 The **stability** of an equilibrium is the sign of the stiffness along the mechanism's free
 motions: the eigenvalues of N^T K_s N, with N an orthonormal basis of the null space of Phi_q
 and K_s the symmetric part of K (for conservative loads K is symmetric, and N^T K N is the
@@ -57,6 +60,8 @@ class Equilibrium:
     stiffness: np.ndarray    # eigenvalues of the stiffness along the free motions, ascending
     stability: str           # "stable", "unstable", "neutral" or "driven" (no freedom)
     results: Results         # one sample: the channels of the configuration (body.*, ...)
+    frequencies: np.ndarray  # Hz, of small free oscillations about it; NaN: a motion that grows
+    modes: np.ndarray        # (n_q, k) the mode shapes (velocity directions), one per column
 
     def channel(self, name: str) -> float:
         """The value of a channel (``body.rod.angle``, ``point.coupler.B.y`` ...) there."""
@@ -96,6 +101,7 @@ def static_equilibrium(model, *, t: float = 0.0, q=None, tol: float = 1e-10,
         warnings.warn(f"the static equilibrium of {f.model.name!r} found at t = {t:g} s is "
                       f"unstable (stiffness {eig[0]:.3g} along one of its free motions: a small "
                       f"disturbance makes it move away)", stacklevel=2)
+    frequencies, modes = _free_vibration(K, f.mass_dense, J)
     multipliers = {f.constraint_names[i]: float(v) for i, v in zip(statics.rows, lam)}
     z = np.zeros((1, f.n_q))
     results = Results(np.array([statics.t]), f.observables(q[None], z, z),
@@ -103,7 +109,7 @@ def static_equilibrium(model, *, t: float = 0.0, q=None, tol: float = 1e-10,
     phi = constraint_values(f, q, statics.t, statics.work)
     return Equilibrium(q, multipliers, {"position": float(np.abs(phi).max(initial=0.0)),
                                         "force": float(np.abs(r).max(initial=0.0))},
-                       it, eig, stability, results)
+                       it, eig, stability, results, frequencies, modes)
 
 
 class _Statics:
@@ -241,6 +247,25 @@ def _unresisted(K, J, r) -> list[int]:
         return []
     motion = np.abs(N @ V[:, pushed]).max(axis=1)
     return [int(i) for i in np.argsort(-motion)[:3]]
+
+
+def _free_vibration(K, M, J) -> tuple[np.ndarray, np.ndarray]:
+    """Small oscillations about the equilibrium: (N^T K_s N) v = w^2 (N^T M N) v on the free
+    motions N, the linearised equations of motion there. Returns the frequencies w / 2 pi
+    (Hz, ascending; NaN where w^2 < 0, a motion that grows) and the mode shapes N v; none
+    when a free motion has no mass."""
+    from scipy.linalg import eigh, null_space
+    N = null_space(J) if J.size else np.eye(K.shape[0])
+    if N.shape[1] == 0:
+        return np.zeros(0), np.zeros((K.shape[0], 0))
+    try:
+        w2, V = eigh(N.T @ (0.5 * (K + K.T)) @ N, N.T @ M @ N)
+    except np.linalg.LinAlgError:  # a massless free motion: no oscillation to speak of
+        return np.zeros(0), np.zeros((K.shape[0], 0))
+    small = NEUTRAL * max(float(np.abs(w2).max()), 1e-300)
+    w2 = np.where(np.abs(w2) <= small, 0.0, w2)
+    with np.errstate(invalid="ignore"):
+        return np.sqrt(w2) / (2 * np.pi), N @ V
 
 
 def _stability(K, J) -> tuple[np.ndarray, str]:
