@@ -184,3 +184,20 @@ def test_equilibrium_command(tmp_path, capsys):
     assert {"results.npz", "results.csv", "equilibrium.png"} <= {p.name for p in out.iterdir()}
     assert main(["equilibrium", "four-bar", "--max-iter", "0", "--out", str(out)]) == 2
     assert "--max-iter must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_simulate_from_equilibrium(tmp_path, capsys):
+    """Released at its static equilibrium, the four-bar stays there; from its own initial
+    pose it swings."""
+    import json
+
+    from kinedyn.cli import main
+    out = tmp_path / "rest"
+    assert main(["simulate", "four-bar", "--from-equilibrium", "--t-end", "0.2", "--dt",
+                 "1e-3", "--no-progress", "--out", str(out)]) == 0
+    assert "starting from its static equilibrium (stable" in capsys.readouterr().out
+    assert json.loads((out / "summary.json").read_text())["initial_configuration"] == \
+        "static equilibrium"
+    angle = np.load(out / "results.npz")["joint.A.angle"]
+    eq = static_equilibrium(kinedyn.models.get("four-bar").compile())
+    assert np.abs(angle - eq.channel("joint.A.angle")).max() < 1e-9

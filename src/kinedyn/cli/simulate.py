@@ -50,6 +50,9 @@ def register(sub) -> None:
     p.add_argument("--hold", metavar="JOINTS",
                    help="comma-separated actuated joints: remove the drivers and hold the initial "
                         "pose with their static efforts (e.g. P1,P2,P3,P4,P5,P6)")
+    p.add_argument("--from-equilibrium", action="store_true",
+                   help="start at rest from the static equilibrium (kinedyn equilibrium) "
+                        "instead of the model's initial configuration")
     p.add_argument("--reactions", action="store_true",
                    help="compute joint reactions and actuator efforts (Newton-Euler) as channels")
     p.add_argument("--plot", action="append", default=[], metavar="CHANNEL",
@@ -80,9 +83,16 @@ def run(args) -> int:
     steps = run_steps(0.0, args.t_end, args.dt, limit=10**7, warn=False)  # the run warns
     model = _model(args)
     integrator = "rk4" if args.method == "index3" else args.integrator
+    q0 = None
     with warnings_printed():
+        if args.from_equilibrium:
+            from ..dynamics.statics import static_equilibrium
+            eq = static_equilibrium(model)
+            q0 = eq.q
+            print(f"{model.name}: starting from its static equilibrium ({eq.stability}, "
+                  f"{eq.iterations} iterations)")
         dyn = Dynamics(model, method=args.method, integrator=integrator, solver=args.solver,
-                       baumgarte=tuple(args.baumgarte), hht_alpha=args.hht_alpha)
+                       baumgarte=tuple(args.baumgarte), hht_alpha=args.hht_alpha, q0=q0)
     # reactions and efforts are computed after the run, for the joints the model has
     check_plot([p for p in args.plot if not p.startswith(("reaction", "effort"))],
                channel_names(dyn.f))
@@ -93,6 +103,8 @@ def run(args) -> int:
     if args.reactions or any(p.startswith(("reaction", "effort")) for p in args.plot):
         res.reactions()
     res.summary["parameters"] = {k: float(v) for k, v in parameters(args).items()}
+    if args.from_equilibrium:
+        res.summary["initial_configuration"] = "static equilibrium"
     if args.hold:
         res.summary["held_by"] = [j.strip() for j in args.hold.split(",")]
     files = res.save(out)
