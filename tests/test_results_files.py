@@ -101,4 +101,4 @@ def test_plot_command_draws_saved_results(tmp_path, capsys):
     assert main(["plot", str(tmp_path / "none")]) == 2
     assert "no such results file or folder" in capsys.readouterr().err
     assert main(["plot", str(out), "--frames", "0"]) == 2
-    assert "frames must be an int of at least 1, got 0" in capsys.readouterr().err
+    assert "frames must be a finite whole number of at least 1, got 0" in capsys.readouterr().err

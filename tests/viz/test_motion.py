@@ -143,9 +143,9 @@ def test_bad_input(tmp_path):
     with pytest.raises(ModelError, match=r"record no point positions .*1 channels, e\.g\. "
                                          r"body\.crank\.angle"):
         draw_motion(bare, tmp_path / "m.png")
-    with pytest.raises(ModelError, match="frames must be an int of at least 1, got 0"):
+    with pytest.raises(ModelError, match="frames must be a finite whole number of at least 1, got 0"):
         draw_motion(res, tmp_path / "m.png", frames=0)
     with pytest.raises(ModelError, match="GIF: give a path ending in .gif"):
         animate_motion(res, tmp_path / "m.mp4")
-    with pytest.raises(ModelError, match="fps must be an int"):
+    with pytest.raises(ModelError, match=r"fps must be a finite whole number .*\(a float: give an int\)"):
         animate_motion(res, tmp_path / "m.gif", fps=2.5)

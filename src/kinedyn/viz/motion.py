@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, check_number
 from ..model.system import GROUND
 
 #: relative size below which a point cloud's extent in a direction counts as none
@@ -109,8 +109,7 @@ def _frame_indices(n: int, frames: int) -> np.ndarray:
 
 
 def _check_count(value, name: str, least: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
-        raise ModelError(f"{name} must be an int of at least {least}, got {value!r}")
+    check_number(name, value, least, whole=True)
     return int(value)
 
 
@@ -151,9 +150,9 @@ def _collection(sketch: Sketch, lines, **style):
 class _Pose:
     """The artists of one drawing of the mechanism, updated in place (the animation's frames)."""
 
-    def __init__(self, sketch: Sketch, ax, alpha: float = 1.0, label: bool = False):
+    def __init__(self, sketch: Sketch, ax, alpha: float = 1.0):
         import matplotlib.pyplot as plt
-        self.sketch, self.ax = sketch, ax
+        self.sketch = sketch
         colors = plt.get_cmap("tab10").colors
         n_body = len(sketch.segments)
         self.bodies = []
