@@ -92,6 +92,7 @@ def test_plot_command_draws_saved_results(tmp_path, capsys):
         assert im.n_frames == 12
     text = capsys.readouterr().out
     assert "four-bar-driven: 41 samples" in text and "t = 0 .. 0.4 s" in text
+    assert "drawn with model 'four-bar-driven'" in text  # the summary's built-in model
     # elsewhere, from the CSV
     assert main(["plot", str(out / "results.csv"), "--out", str(tmp_path / "again")]) == 0
     assert (tmp_path / "again" / "motion.png").is_file()
@@ -100,5 +101,7 @@ def test_plot_command_draws_saved_results(tmp_path, capsys):
     assert "--plot: unknown channel 'joint.Q.angle'" in capsys.readouterr().err
     assert main(["plot", str(tmp_path / "none")]) == 2
     assert "no such results file or folder" in capsys.readouterr().err
+    assert main(["plot", str(out), "--model", "no-such-model"]) == 2
+    assert "no-such-model" in capsys.readouterr().err
     assert main(["plot", str(out), "--frames", "0"]) == 2
     assert "frames must be a finite whole number of at least 1, got 0" in capsys.readouterr().err

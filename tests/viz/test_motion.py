@@ -149,3 +149,36 @@ def test_bad_input(tmp_path):
         animate_motion(res, tmp_path / "m.mp4")
     with pytest.raises(ModelError, match=r"fps must be a finite whole number .*\(a float: give an int\)"):
         animate_motion(res, tmp_path / "m.gif", fps=2.5)
+
+
+def _lone_point_pendulum():
+    s = kinedyn.System("lone", dim=2, gravity=[0, -9.81])
+    s.add_point("ground", "O", [0, 0])
+    s.add_body("rod", mass=1.0, inertia=0.1, com=[0.5, 0.1], orientation=-1.0,
+               points={"A": [0, 0]})
+    s.add_joint("pin", "revolute", "ground", "rod", point_a="O", point_b="A")
+    return s.compile()
+
+
+@pytest.mark.parametrize("case", ["planar", "spatial"])
+def test_a_body_with_one_point_is_drawn_to_its_centre_of_mass(case):
+    """Gough-Stewart legs (cylinder and piston, each with one joint point at its frame's
+    origin) and a planar pendulum with only its pivot: with the model, each is drawn from its
+    point to its centre of mass, which the sketch places from the recorded origin and angles
+    exactly where the formulation has it; without the model it is a dot."""
+    if case == "planar":
+        model = _lone_point_pendulum()
+        res = Dynamics(model, method="projection").simulate(0.5, 1e-3, record_every=50)
+        body = "rod"
+    else:
+        model = kinedyn.models.get("gough-stewart-driven").compile()
+        res = Kinematics(model).simulate(t_end=0.5, dt=0.01)
+        body = "lower3"
+    sketch = Sketch(res, model)
+    i = sketch.point_names.index(f"{body}.(centre of mass)")
+    b = model.body_name.index(body)
+    f = Natural(model)
+    for k in (0, len(res.time) // 2, len(res.time) - 1):
+        np.testing.assert_allclose(sketch.P[k, i], f.com_positions(res.q[k])[b], atol=1e-12)
+    assert len(sketch.segments[sketch.body_names.index(body)]) == 1
+    assert len(Sketch(res).segments[sketch.body_names.index(body)]) == 0

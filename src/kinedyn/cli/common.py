@@ -103,11 +103,12 @@ def add_motion_arguments(parser: argparse.ArgumentParser) -> None:
                              "frames; a second or two)")
 
 
-def motion_files(results, out: Path, animate: bool) -> list[Path]:
+def motion_files(results, out: Path, animate: bool, model=None) -> list[Path]:
     """``motion.png`` (the mechanism at six instants over its points' paths) and, with
-    ``animate``, ``motion.gif`` (:mod:`kinedyn.viz.motion`)."""
+    ``animate``, ``motion.gif`` (:mod:`kinedyn.viz.motion`; ``model``: bodies with a single
+    point drawn to their centre of mass)."""
     from ..viz.motion import animate_motion, draw_motion
-    files = [draw_motion(results, out / "motion.png")]
+    files = [draw_motion(results, out / "motion.png", model=model)]
     if animate:
-        files.append(animate_motion(results, out / "motion.gif"))
+        files.append(animate_motion(results, out / "motion.gif", model=model))
     return files

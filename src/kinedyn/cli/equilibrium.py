@@ -56,7 +56,8 @@ def run(args) -> int:
         "joint_coordinates": joints, "multipliers": eq.multipliers})
     files = res.save(out)
     files.append(draw_motion(res, out / "equilibrium.png", frames=1,
-                             title=f"{model.name}: static equilibrium ({eq.stability})"))
+                             title=f"{model.name}: static equilibrium ({eq.stability})",
+                             model=model))
     free = len(eq.stiffness)
     stiff = ", ".join(f"{k:.4g}" for k in eq.stiffness[:8]) + (" ..." if free > 8 else "")
     print(f"{model.name}: static equilibrium at t = {args.t:g} s after {eq.iterations} "

@@ -103,7 +103,7 @@ def run(args) -> int:
                                    title=f"{model.name}: kinematics ({kin.solver_name})"))
     files.append(plot_log(res, ["residual.*"], out / "residuals.png",
                           f"{model.name}: constraint residuals", "max |residual|"))
-    files += motion_files(res, out, args.animate)
+    files += motion_files(res, out, args.animate, model)
     s = res.summary
     r = s["max_residual"]
     print(f"{model.name}: {s['steps']} steps of {s['dt']:g} s, {kin.strategy} strategy, "

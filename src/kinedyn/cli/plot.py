@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ModelError
-from .common import output_dir
+from .common import load_system, output_dir
 
 
 def register(sub) -> None:
@@ -30,6 +30,11 @@ def register(sub) -> None:
     p.add_argument("--animate", action="store_true", help="also write motion.gif")
     p.add_argument("--max-frames", type=int, default=150, metavar="N",
                    help="frame limit of motion.gif (default 150)")
+    p.add_argument("--model", metavar="MODEL",
+                   help="the model the results are of (built-in name or model file), so that "
+                        "bodies with a single point are drawn to their centre of mass "
+                        "(default: the summary's model when it is a built-in one, with the "
+                        "summary's parameters)")
     p.add_argument("--out", metavar="DIR", help="output folder (default: the results' folder)")
     p.set_defaults(func=run)
 
@@ -47,12 +52,26 @@ def run(args) -> int:
         except ModelError as err:
             raise err.at(location="--plot") from None
     name = res.summary.get("model", source.name)
-    files = [draw_motion(res, out / "motion.png", frames=args.frames)]
+    model = _model(args.model, res.summary)
+    files = [draw_motion(res, out / "motion.png", frames=args.frames, model=model)]
     if args.animate:
-        files.append(animate_motion(res, out / "motion.gif", max_frames=args.max_frames))
+        files.append(animate_motion(res, out / "motion.gif", max_frames=args.max_frames,
+                                    model=model))
     if args.plot:
         files.append(plot_channels(res, args.plot, out / "channels.png", title=name))
     print(f"{name}: {len(res.time)} samples, {len(res.channels)} channels, "
-          f"t = {res.time[0]:g} .. {res.time[-1]:g} s")
+          f"t = {res.time[0]:g} .. {res.time[-1]:g} s"
+          + (f"; drawn with model {model.name!r}" if model is not None else ""))
     print("written: " + ", ".join(str(f) for f in files))
     return 0
+
+
+def _model(spec, summary):
+    """The compiled model given by ``--model``, else the summary's built-in model with the
+    summary's parameters, else None."""
+    from .. import models
+    if spec is None:
+        spec = summary.get("model")
+        if spec not in models.MODELS:
+            return None
+    return load_system(spec).compile(summary.get("parameters") or {})

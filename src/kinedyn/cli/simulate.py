@@ -114,7 +114,7 @@ def run(args) -> int:
                           f"{model.name}: constraint residuals", "max |residual|"))
     if args.plot:
         files.append(plot_channels(res, args.plot, out / "channels.png", title=title))
-    files += motion_files(res, out, args.animate)
+    files += motion_files(res, out, args.animate, model)
     print_summary(res.summary)
     print("written: " + ", ".join(str(f) for f in files))
     return 0

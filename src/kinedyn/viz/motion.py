@@ -67,14 +67,18 @@ def outline(local: np.ndarray) -> list[tuple[int, int]]:
 
 
 class Sketch:
-    """How the mechanism of ``results`` is drawn, from their channels alone: its points
+    """How the mechanism of ``results`` is drawn, from their channels: its points
     (``point.<body>.<point>.x|y|z``; body names hold no dot, so each name splits into body
     and point), their positions at every recorded time (:attr:`P`, (n, n_point, d)) and each
     body's outline (:func:`outline` of its points at the first sample: a rigid motion keeps
     it) as segments between point indices. No model is needed, so results read back from
-    their files (:func:`kinedyn.load_results`) are drawn as well."""
+    their files (:func:`kinedyn.load_results`) are drawn as well. With the ``model`` (a
+    CompiledModel), a body with a single point - a Gough-Stewart leg's cylinder or piston,
+    whose frame sits at its joint - is drawn from that point to its centre of mass, placed by
+    the body's recorded origin and angles (``body.<body>.x|y|z`` and ``angle`` or ZYX
+    ``yaw``, ``pitch``, ``roll``)."""
 
-    def __init__(self, results):
+    def __init__(self, results, model=None):
         channels = results.channels
         self.point_names = [n[len("point."):-len(".x")] for n in channels
                             if n.startswith("point.") and n.endswith(".x")
@@ -86,13 +90,18 @@ class Sketch:
                 f"{', '.join(list(channels)[:3]) or 'none'}), so the mechanism cannot be "
                 f"drawn: draw the results of Kinematics or Dynamics")
         self.dim = 3 if f"point.{self.point_names[0]}.z" in channels else 2
-        self.P = np.empty((len(results.time), len(self.point_names), self.dim))
-        for p, name in enumerate(self.point_names):
-            for k, c in enumerate("xyz"[:self.dim]):
-                self.P[:, p, k] = channels[f"point.{name}.{c}"]
+        columns = [np.column_stack([channels[f"point.{name}.{c}"] for c in "xyz"[:self.dim]])
+                   for name in self.point_names]
         bodies: dict[str, list[int]] = {GROUND: []}
         for p, name in enumerate(self.point_names):
             bodies.setdefault(name.split(".")[0], []).append(p)
+        for body, pts in bodies.items():  # a lone point: a bar to the centre of mass
+            com = _centre_of_mass(channels, model, body, self.dim) if len(pts) == 1 else None
+            if com is not None and np.abs(com[0] - columns[pts[0]][0]).max() > 0:
+                pts.append(len(columns))
+                columns.append(com)
+                self.point_names.append(f"{body}.(centre of mass)")
+        self.P = np.stack(columns, axis=1)
         self.body_names = list(bodies)  # the ground first
         self.segments = []  # (n_segments, 2) point indices per body
         for pts in bodies.values():
@@ -101,6 +110,36 @@ class Sketch:
         self.ground_points = np.array(bodies[GROUND], np.int64)
         self.moving_points = np.array([p for b, pts in bodies.items() if b != GROUND
                                        for p in pts], np.int64)
+
+
+def _centre_of_mass(channels, model, body: str, dim: int):
+    """World positions (n, dim) of ``body``'s centre of mass from its recorded origin and
+    angles and the ``model``'s local centre of mass; None without a model or the channels."""
+    if model is None or body not in model.body_name or body == GROUND:
+        return None
+    local = np.asarray(model.body_com[model.body_name.index(body)], float)
+    names = [f"body.{body}.{c}" for c in "xyz"[:dim]]
+    names += [f"body.{body}.angle"] if dim == 2 else [f"body.{body}.{a}"
+                                                      for a in ("yaw", "pitch", "roll")]
+    if not all(n in channels for n in names):
+        return None
+    origin = np.column_stack([channels[n] for n in names[:dim]])
+    if dim == 2:
+        a = channels[names[2]]
+        return origin + np.column_stack([np.cos(a) * local[0] - np.sin(a) * local[1],
+                                         np.sin(a) * local[0] + np.cos(a) * local[1]])
+    R = _zyx(*(channels[n] for n in names[3:]))
+    return origin + R @ local
+
+
+def _zyx(yaw, pitch, roll) -> np.ndarray:
+    """R = Rz(yaw) Ry(pitch) Rx(roll) for each sample (n, 3, 3): the angles the 3-D
+    observables record (yaw = atan2(R10, R00), pitch = -asin(R20), roll = atan2(R21, R22))."""
+    cy, sy, cp, sp, cr, sr = (np.cos(yaw), np.sin(yaw), np.cos(pitch), np.sin(pitch),
+                              np.cos(roll), np.sin(roll))
+    return np.stack([np.stack([cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr], -1),
+                     np.stack([sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr], -1),
+                     np.stack([-sp, cp * sr, cp * cr], -1)], axis=-2)
 
 
 def _frame_indices(n: int, frames: int) -> np.ndarray:
@@ -213,12 +252,14 @@ def _title(results, what: str) -> str:
     return f"{name}: {what}" + (f" ({how})" if how else "")
 
 
-def draw_motion(results, path, *, frames: int = 6, title: str | None = None) -> Path:
+def draw_motion(results, path, *, frames: int = 6, title: str | None = None,
+                model=None) -> Path:
     """Draw the mechanism of ``results`` at ``frames`` instants spread over the run (first
     and last included, the later ones darker) over the paths of its moving points; save to
-    ``path`` (PNG or SVG, from its suffix). Returns the path."""
+    ``path`` (PNG or SVG, from its suffix); ``model``: see :class:`Sketch`. Returns the
+    path."""
     frames = _check_count(frames, "frames", 1)
-    sketch = Sketch(results)
+    sketch = Sketch(results, model)
     P = sketch.P
     plt, fig, ax = _axes(sketch, P, title or _title(results, "motion"))
     note = _paths(sketch, ax, P)
@@ -236,7 +277,7 @@ def draw_motion(results, path, *, frames: int = 6, title: str | None = None) -> 
 
 
 def animate_motion(results, path, *, max_frames: int = 150, fps: int | None = None,
-                   title: str | None = None) -> Path:
+                   title: str | None = None, model=None) -> Path:
     """Save an animation of the mechanism of ``results`` to ``path`` (GIF): at most
     ``max_frames`` frames spread evenly over the recorded samples, at ``fps`` frames per
     second (default: real time, between 2 and 25 frames per second; a short fast run plays in
@@ -253,7 +294,7 @@ def animate_motion(results, path, *, max_frames: int = 150, fps: int | None = No
     if path.suffix.lower() != ".gif":
         raise ModelError(f"an animation is written as a GIF: give a path ending in .gif, "
                          f"got {str(path)!r}")
-    sketch = Sketch(results)
+    sketch = Sketch(results, model)
     P = sketch.P
     t = np.asarray(results.time)
     idx = _frame_indices(len(P), max_frames)
