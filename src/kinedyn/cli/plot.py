@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ModelError
-from .common import load_system, output_dir
+from .common import check_plot, load_system, output_dir
 
 
 def register(sub) -> None:
@@ -46,11 +45,7 @@ def run(args) -> int:
     res = load_results(args.results)
     source = Path(args.results)
     out = output_dir(args.out, str(source if source.is_dir() else source.parent))
-    if args.plot:  # checked before anything is drawn
-        try:
-            res.select(args.plot)
-        except ModelError as err:
-            raise err.at(location="--plot") from None
+    check_plot(args.plot, res.channels)  # before anything is drawn
     name = res.summary.get("model", source.name)
     model = _model(args.model, res.summary)
     files = [draw_motion(res, out / "motion.png", frames=args.frames, model=model)]

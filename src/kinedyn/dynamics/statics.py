@@ -7,13 +7,15 @@ reduce to the static equilibrium
 
 for the natural coordinates q and the constraints' multipliers lambda: gravity, springs (their
 free lengths and preloads), applied point and joint forces and user forces balanced by the
-joints and the drivers. Newton-Raphson on both together, with the tangent stiffness
+joints and the drivers. Each iterate is put back on the constraints (Phi = 0) with the
+multipliers that balance the loads best there (least squares); the step solves the
+saddle-point system [K Phi_q^T; Phi_q 0] [dq; dlambda] = -[r; 0] with the tangent stiffness
 
     K = d r / d q = sum_i lambda_i Hess(Phi_i) - dF/dq
 
 (the constraints' geometric stiffness and the loads' stiffness) by central differences of r,
-solves the saddle-point system [K Phi_q^T; Phi_q 0] [dq; dlambda] = -[r; Phi], backtracking
-on the residual norm. Redundant constraints are left out (:func:`~kinedyn.kinematics.diagnose.
+shifted towards a stable equilibrium where it is not positive along the free motions
+(:meth:`_Statics.iterate`). Redundant constraints are left out (:func:`~kinedyn.kinematics.diagnose.
 independent_rows`), as in the kinematic and dynamic analyses.
 
 Small oscillations about it (its natural frequencies and mode shapes) follow from the same
@@ -54,7 +56,7 @@ class Equilibrium:
     """A static equilibrium (:func:`static_equilibrium`)."""
 
     q: np.ndarray            # natural coordinates
-    multipliers: dict        # {constraint name: lambda}; redundant rows are left out (none)
+    multipliers: dict        # {constraint name: lambda}; redundant rows are left out
     residual: dict           # max |Phi| and max |Phi_q^T lambda - F| at the solution
     iterations: int          # Newton-Raphson iterations
     stiffness: np.ndarray    # eigenvalues of the stiffness along the free motions, ascending
@@ -95,13 +97,15 @@ def static_equilibrium(model, *, t: float = 0.0, q=None, tol: float = 1e-10,
         q, lam, r, err = statics.iterate(q, lam, r, err, it)
         it += 1
     K = statics.stiffness(q, lam)
-    J = statics.jacobian(q)
-    eig, stability = _stability(K, J)
+    N = _free_motions(statics.jacobian(q), f.n_q)
+    stiffness = _along(K, N)
+    eig = np.linalg.eigvalsh(stiffness)
+    stability = _stability(eig)
     if stability == "unstable":
         warnings.warn(f"the static equilibrium of {f.model.name!r} found at t = {t:g} s is "
                       f"unstable (stiffness {eig[0]:.3g} along one of its free motions: a small "
                       f"disturbance makes it move away)", stacklevel=2)
-    frequencies, modes = _free_vibration(K, f.mass_dense, J)
+    frequencies, modes = _free_vibration(stiffness, f.mass_dense, N)
     multipliers = {f.constraint_names[i]: float(v) for i, v in zip(statics.rows, lam)}
     z = np.zeros((1, f.n_q))
     results = Results(np.array([statics.t]), f.observables(q[None], z, z),
@@ -148,8 +152,9 @@ class _Statics:
             if np.abs(phi).max(initial=0.0) <= 1e-14 * max(1.0, float(np.abs(x).max())):
                 break
             x = x - np.linalg.lstsq(self.jacobian(x), phi, rcond=None)[0]
-        lam = np.linalg.lstsq(self.jacobian(x).T, self.load(x), rcond=None)[0]
-        r = self.balance(x, lam)
+        J, load = self.jacobian(x), self.load(x)
+        lam = np.linalg.lstsq(J.T, load, rcond=None)[0]
+        r = J.T @ lam - load  # (balance, with what is at hand)
         return x, lam, r, float(np.abs(r).max(initial=0.0)) / self.scale
 
     def iterate(self, q, lam, r, err, it: int):
@@ -161,7 +166,7 @@ class _Statics:
         load may grow on the way down)."""
         n = self.f.n_q
         K, J = self.stiffness(q, lam), self.jacobian(q)
-        eig, _ = _stability(K, J)
+        eig = np.linalg.eigvalsh(_along(K, _free_motions(J, n)))
         shift = 0.0
         if len(eig) and eig[0] <= NEUTRAL * max(float(np.abs(eig).max()), 1e-300):
             shift = -eig[0] + 1e-3 * max(float(np.abs(eig).max()), float(np.abs(K).max()), 1.0)
@@ -190,7 +195,7 @@ class _Statics:
     def fail(self, max_iter: int, q, lam, r, err):
         names = self.f.coordinate_names
         bad = [names[i] for i in np.argsort(-np.abs(r))[:3]]
-        free = _unresisted(self.stiffness(q, lam), self.jacobian(q), r)
+        free = _unresisted(self.stiffness(q, lam), _free_motions(self.jacobian(q), len(q)), r)
         why = (f"; nothing resists the loads along a free motion of "
                f"{', '.join(names[i] for i in free)}: there may be no equilibrium (a body "
                f"that floats free under gravity, a constant force on a free slider)"
@@ -226,20 +231,22 @@ def _coordinate_sizes(f, q) -> np.ndarray:
                            for b in f.layout.blocks])
 
 
-def _free_stiffness(K, J):
-    """Eigenvalues (ascending) and eigenvectors of the symmetric stiffness along the free
-    motions, N^T K_s N, and the basis N of the free motions (the null space of ``J``)."""
+def _free_motions(J, n: int) -> np.ndarray:
+    """An orthonormal basis N (n, k) of the free motions: the null space of ``J``."""
     from scipy.linalg import null_space
-    N = null_space(J) if J.size else np.eye(K.shape[0])
-    eig, V = np.linalg.eigh(N.T @ (0.5 * (K + K.T)) @ N)
-    return eig, V, N
+    return null_space(J) if J.size else np.eye(n)
 
 
-def _unresisted(K, J, r) -> list[int]:
+def _along(K, N) -> np.ndarray:
+    """The symmetric part of ``K`` along the free motions ``N``: N^T K_s N."""
+    return N.T @ (0.5 * (K + K.T)) @ N
+
+
+def _unresisted(K, N, r) -> list[int]:
     """The coordinates that move most along the free motions with no stiffness (eigenvalues
     near zero) that the unbalanced load ``r`` pushes along: where the loads have a resultant
     nothing resists. Empty when there is none."""
-    eig, V, N = _free_stiffness(K, J)
+    eig, V = np.linalg.eigh(_along(K, N))
     small = 1e-6 * max(float(np.abs(eig).max(initial=0.0)), 1e-300)
     load = V.T @ (N.T @ r)  # the load along each free motion
     pushed = (np.abs(eig) <= small) & (np.abs(load) > 1e-6 * max(np.abs(r).max(), 1e-300))
@@ -249,34 +256,32 @@ def _unresisted(K, J, r) -> list[int]:
     return [int(i) for i in np.argsort(-motion)[:3]]
 
 
-def _free_vibration(K, M, J) -> tuple[np.ndarray, np.ndarray]:
-    """Small oscillations about the equilibrium: (N^T K_s N) v = w^2 (N^T M N) v on the free
-    motions N, the linearised equations of motion there. Returns the frequencies w / 2 pi
-    (Hz, ascending; NaN where w^2 < 0, a motion that grows) and the mode shapes N v; none
-    when a free motion has no mass."""
-    from scipy.linalg import eigh, null_space
-    N = null_space(J) if J.size else np.eye(K.shape[0])
+def _free_vibration(stiffness, M, N) -> tuple[np.ndarray, np.ndarray]:
+    """Small oscillations about the equilibrium: ``stiffness`` v = w^2 (N^T M N) v on the free
+    motions N (``stiffness``: :func:`_along`), the linearised equations of motion there.
+    Returns the frequencies w / 2 pi (Hz, ascending; NaN where w^2 < 0, a motion that grows)
+    and the mode shapes N v; none when a free motion has no mass."""
+    from scipy.linalg import eigh
     if N.shape[1] == 0:
-        return np.zeros(0), np.zeros((K.shape[0], 0))
+        return np.zeros(0), np.zeros((N.shape[0], 0))
     try:
-        w2, V = eigh(N.T @ (0.5 * (K + K.T)) @ N, N.T @ M @ N)
+        w2, V = eigh(stiffness, N.T @ M @ N)
     except np.linalg.LinAlgError:  # a massless free motion: no oscillation to speak of
-        return np.zeros(0), np.zeros((K.shape[0], 0))
+        return np.zeros(0), np.zeros((N.shape[0], 0))
     small = NEUTRAL * max(float(np.abs(w2).max()), 1e-300)
     w2 = np.where(np.abs(w2) <= small, 0.0, w2)
     with np.errstate(invalid="ignore"):
         return np.sqrt(w2) / (2 * np.pi), N @ V
 
 
-def _stability(K, J) -> tuple[np.ndarray, str]:
-    """Eigenvalues of the symmetric stiffness along the free motions and what they say
-    (module docstring)."""
-    eig, _, _ = _free_stiffness(K, J)
+def _stability(eig) -> str:
+    """What the eigenvalues of the stiffness along the free motions (ascending) say (module
+    docstring)."""
     if len(eig) == 0:
-        return eig, "driven"
+        return "driven"
     small = NEUTRAL * max(float(np.abs(eig).max()), 1e-300)
     if eig[0] < -small:
-        return eig, "unstable"
+        return "unstable"
     if eig[0] <= small:
-        return eig, "neutral"
-    return eig, "stable"
+        return "neutral"
+    return "stable"
