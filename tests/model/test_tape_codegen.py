@@ -26,13 +26,20 @@ TIMES = np.array([-2.1, -0.5, 0.0, 0.37, 0.5, 1.0, 1.3, 1.5, 2.0, 2.71, 5.5, 9.0
 
 
 @nb.njit(cache=True)
-def _evaluate(fp_op, fp_arg, fp_a, fp_b, fp_out, fp_code, times):
-    """Every function at every time: out[time, function, derivative]."""
+def _evaluate_with(fp_op, fp_arg, fp_a, fp_b, fp_out, fp_code, fp_input, times):
     out = np.zeros((times.shape[0], fp_out.shape[0], 3))
     freg = np.zeros((fp_op.shape[0], 3))
     for i in range(times.shape[0]):
-        functions_at(fp_op, fp_arg, fp_a, fp_b, fp_out, fp_code, freg, out[i], times[i])
+        functions_at(fp_op, fp_arg, fp_a, fp_b, fp_out, fp_code, fp_input, freg, out[i],
+                     times[i])
     return out
+
+
+def _evaluate(fp_op, fp_arg, fp_a, fp_b, fp_out, fp_code, times, inputs=None):
+    """Every function at every time: out[time, function, derivative] (``inputs``: the table's
+    inputs array, none by default)."""
+    inputs = np.ones(1) if inputs is None else inputs
+    return _evaluate_with(fp_op, fp_arg, fp_a, fp_b, fp_out, fp_code, inputs, times)
 
 
 def _arrays(texts):
@@ -225,3 +232,27 @@ def test_random_programs_are_the_interpreter_to_the_bit(seed):
             assert np.array_equal(coded, interpreted, equal_nan=True), (t, expressions)
         else:
             assert coded is interpreted, (t, expressions)
+
+
+def test_inputs_are_read_at_each_call_by_code_and_interpreter():
+    """Inputs (kinedyn.model.tape.INPUT): a value per call, derivatives zero, the generated code
+    equal to the interpreter; a time-only subexpression beside them is still folded."""
+    u, v = sp.symbols("u v")
+    exprs = [3 * u * sp.sin(T) + v, u ** 2, sp.cos(2 * sp.pi / 3) * v]
+    table = TapeTable(exprs, inputs=("u", "v"), values=(0.5, -2.0))
+    arrays = program_arrays(table.ops, table.args, table.start, "inputs")
+    assert arrays["fp_code"][0] != 0
+    args = [arrays[f"fp_{k}"] for k in ("op", "arg", "a", "b", "out")]
+    for values in ((0.5, -2.0), (1.25, 4.0)):
+        table.set_inputs(dict(zip(("u", "v"), values)))
+        a, b = values
+        coded = _evaluate(*args, arrays["fp_code"], TIMES, table.inputs)
+        interpreted = _evaluate(*args, NO_CODE, TIMES, table.inputs)
+        assert np.array_equal(coded, interpreted)
+        assert np.array_equal(coded, np.stack([table.evaluate(x) for x in TIMES]))  # the tapes'
+        s, c = np.sin(TIMES), np.cos(TIMES)
+        assert np.allclose(coded[:, 0], np.stack([3 * a * s + b, a ** 2 + 0 * s,
+                                                  -0.5 * b + 0 * s], axis=1), rtol=1e-15)
+        assert np.allclose(coded[:, 1], np.stack([3 * a * c, 0 * s, 0 * s], axis=1), rtol=1e-15)
+        assert np.allclose(coded[:, 2], np.stack([-3 * a * s, 0 * s, 0 * s], axis=1), rtol=1e-15)
+    assert table.inputs[0] == 3.0  # the generation: made, then set twice

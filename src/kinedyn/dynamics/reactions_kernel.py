@@ -79,6 +79,7 @@ class ReactionTables(NamedTuple):
     fn_ops: np.ndarray      # the model's functions of time (tape)
     fn_args: np.ndarray
     fn_start: np.ndarray
+    fn_input: np.ndarray    # its inputs (TapeTable.inputs: the same array)
 
 
 def tables(solver) -> ReactionTables:
@@ -139,7 +140,7 @@ def tables(solver) -> ReactionTables:
                       and m.joint_type[jf_joint[i]] != J["prismatic"]) for i in range(n_jf)],
                  np.int64),
         np.asarray(funcs.ops, np.int64), np.asarray(funcs.args, float),
-        np.asarray(funcs.start, np.int64))
+        np.asarray(funcs.start, np.int64), funcs.inputs)
 
 
 def _restriction_rows(solver, j, pad):
@@ -252,7 +253,7 @@ def reaction_run(tb, times, R, com, acc, omega, alpha, P, PV, user_points, user_
     Iw = np.zeros((3, 3))
     rcond = np.finfo(np.float64).eps * max(n_eq, tb.n_unknown)
     for k in range(times.shape[0]):
-        eval_functions(tb.fn_ops, tb.fn_args, tb.fn_start, times[k], F, stack)
+        eval_functions(tb.fn_ops, tb.fn_args, tb.fn_start, times[k], F, stack, tb.fn_input)
         A[:] = 0.0
         b[:] = 0.0
         # inertial loads: m (a - g); I alpha (2-D) or I_w alpha + omega x I_w omega

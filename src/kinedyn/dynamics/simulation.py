@@ -401,7 +401,9 @@ class Dynamics:
         if self.method not in KEPT_METHODS:
             return None
         built = {n: getattr(self, n) for n in BUILT if hasattr(self, n)}
-        return self._build_key(), built, [(a, a.copy()) for a in _writeable_arrays(built)]
+        inputs = self.model.functions.inputs  # set from outside: never reset
+        return self._build_key(), built, [(a, a.copy()) for a in _writeable_arrays(built)
+                                          if a is not inputs]
 
     def _initial_state(self):
         """The state ``_build`` gives at the initial state: the objects built first, their
@@ -459,25 +461,14 @@ class Dynamics:
         return DynamicResults(self, times, out, wall, n_steps, dt, cpu=cpu)
 
     def _run_explicit(self, n_steps, dt, record_every, out, progress):
-        scratch = I.make_scratch(len(self.y))
         # progress every 1 %, but at least 2000 steps per compiled call: each call costs
         # microseconds (the 5-step chunks of a short run doubled the four-bar's us per step)
         per_call = max(n_steps // 100, 2000)
         chunk = n_steps if not progress else max(record_every,
                                                  per_call // record_every * record_every)
         done, last_failure, watch = 0, -1, Stopwatch()
-        y = self.y
-        # load (or compile) the run kernel outside the timed region: a zero-step run
-        second_order = self.method != "hdca"  # HDCA integrates [q; p], not [q; qd]
-        if self.method == "embedded":   # generated run loop (kinedyn.symbolic)
-            def advance(y, t_start, count, rec, every=record_every):
-                return self.embedded.run(y, t_start, dt, count, every, rec)
-        else:
-            def advance(y, t_start, count, rec, every=record_every):
-                return I.integrate_fixed(self.system, self.sys_work, y, t_start, dt, count,
-                                         self.integrator_code, self.n_pos, second_order,
-                                         every, rec, scratch)
-        advance(y.copy(), self.t0, 0, out[:1].copy())
+        advance = self._advancer(dt)
+        advance(self.y.copy(), self.t0, 0, out[:1].copy(), record_every)  # load (or compile)
         row = np.empty((2, out.shape[1]))
         while done < n_steps:
             # after a retried failure, ``done`` is inside a record interval: finish the interval
@@ -489,23 +480,12 @@ class Dynamics:
             stages = lambda: I.stage_times(t_start, dt, count)  # noqa: E731 (on failure only)
             with watch.timing(), functions_defined(self.model, stages):
                 if rest:
-                    st, k = advance(y, t_start, count, row, rest)
+                    st, k = advance(self.y, t_start, count, row, rest)
                 else:
-                    st, k = advance(y, t_start, count, out[done // record_every:])
+                    st, k = advance(self.y, t_start, count, out[done // record_every:],
+                                    record_every)
             if st != 0:
-                # y is the state at the start of the failed step: re-analyse the pivot order or
-                # re-partition there and go on from it (HDCA and embedded have nothing to redo).
-                # Only a failure later than the last one is retried, so the run always advances
-                # (re-partitioning at an earlier recorded state could alternate between two
-                # partitions forever).
-                failed = done + k
-                if failed <= last_failure or self.method in ("hdca", "embedded"):
-                    self._raise(st, y, self.t0 + failed * dt)
-                last_failure = failed
-                self._rebuild_from_state(y, self.t0 + failed * dt, st)
-                y = self.y
-                self.reanalyses += 1
-                done = failed
+                done = last_failure = self._recover(st, done + k, last_failure)
                 continue
             done += count
             if rest and count == rest:
@@ -516,6 +496,45 @@ class Dynamics:
         if self.method == "embedded":   # partitions derived on first use are not the run's time
             wall, cpu = wall - self.embedded.derivation[0], cpu - self.embedded.derivation[1]
         return wall, cpu
+
+    def _advancer(self, dt):
+        """``advance(y, t_start, count, rec, every) -> (status, steps done)``: ``count`` steps
+        of ``dt`` of the compiled run loop (explicit integrators) from the state ``y`` at
+        ``t_start``, in place, recording every ``every``-th state in ``rec[1:]`` (``rec[0]``:
+        the start; full [q; qd])."""
+        if self.method == "embedded":   # generated run loop (kinedyn.symbolic)
+            return lambda y, t_start, count, rec, every: self.embedded.run(
+                y, t_start, dt, count, every, rec)
+        scratch = I.make_scratch(len(self.y))
+        second_order = self.method != "hdca"  # HDCA integrates [q; p], not [q; qd]
+
+        def advance(y, t_start, count, rec, every):
+            return I.integrate_fixed(self.system, self.sys_work, y, t_start, dt, count,
+                                     self.integrator_code, self.n_pos, second_order, every, rec,
+                                     scratch)
+        return advance
+
+    def _recover(self, status, failed: int, last_failure: int) -> int:
+        """After step ``failed`` (counted from t0) stopped a run with ``status``, with
+        ``self.y`` the state at its start: re-analyse the pivot order or re-partition there
+        (:meth:`_rebuild_from_state`), so that the run goes on from it; returns ``failed``.
+        HDCA and embedded have nothing to redo, and a failure no later than the last one
+        retried is raised, so a run always advances (re-partitioning at an earlier recorded
+        state could alternate between two partitions forever)."""
+        t = self.t0 + failed * self._dt
+        if failed <= last_failure or self.method in ("hdca", "embedded"):
+            self._raise(status, self.y, t)
+        self._rebuild_from_state(self.y, t, status)
+        self.reanalyses += 1
+        return failed
+
+    def stepper(self, dt: float, *, realtime: bool = False):
+        """A :class:`~.stepper.Stepper`: this run advanced step by step from outside, from the
+        initial state, with the model's inputs set between steps (real-time control, hardware
+        in the loop). ``realtime``: each :meth:`~.stepper.Stepper.step` first waits until the
+        wall clock reaches its simulated time."""
+        from .stepper import Stepper
+        return Stepper(self, dt, realtime=realtime)
 
     def _full_state(self, y, t):
         """Full (q, qd) of the integrator state y at time t."""

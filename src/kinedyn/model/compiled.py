@@ -10,8 +10,8 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ..errors import ModelError
-from .tape import TapeTable, first_nonpositive, first_undefined
+from ..errors import ModelError, UnknownNameError
+from .tape import INPUT, TapeTable, first_nonpositive, first_undefined
 from .user_forces import UserForceFailure, failure
 
 # integer codes of joint types, driver kinds and force frames used in compiled arrays
@@ -138,6 +138,36 @@ class CompiledModel:
     def joint_type_name(self, j: int) -> str:
         return JOINT_NAME[int(self.joint_type[j])]
 
+    # inputs ------------------------------------------------------------------------------------
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """The model's inputs (``System.add_input``, a model file's ``inputs``)."""
+        return self.functions.input_names
+
+    @property
+    def inputs(self) -> dict[str, float]:
+        """The inputs' current values, by name."""
+        return dict(zip(self.input_names, self.functions.inputs[1:].tolist()))
+
+    def set_inputs(self, values: dict | None = None, /, **named) -> None:
+        """Set inputs by name: every analysis built on this compiled model reads them from
+        its next evaluation on, held constant until set again (derivatives zero). Checked
+        first: an unknown name or a value that is not a finite real number changes nothing."""
+        given = {**(values or {}), **named}
+        checked = {}
+        for name, value in given.items():
+            if name not in self.input_names:
+                raise UnknownNameError("input", name, self.input_names)
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                number = float("nan")
+            if isinstance(value, bool) or not np.isfinite(number):
+                raise ModelError(f"input {name!r} of {self.name!r} must be a finite number, got "
+                                 f"{value!r}")
+            checked[name] = number
+        self.functions.set_inputs(checked)
+
     def index(self, kind: str, name: str) -> int:
         """Index of a named body, point (``"body.point"``), vector, joint or driver."""
         from ..errors import UnknownNameError
@@ -202,8 +232,20 @@ def undefined(model: CompiledModel, times) -> str | None:
     found = first_undefined(model.functions, times)
     if found is not None:
         k, t, what = found
-        return f"the function of time {model.function_text[k]!r} {what} at t = {t:.9g} s"
+        return (f"the function of time {model.function_text[k]!r} {what} at t = {t:.9g} s"
+                + _inputs_read(model, k))
     return nonpositive_distance(model, times)
+
+
+def _inputs_read(model: CompiledModel, k: int) -> str:
+    """The values of the inputs function ``k`` reads, in words ("" if none)."""
+    tab = model.functions
+    ops, args = tab.ops[tab.start[k]:tab.start[k + 1]], tab.args[tab.start[k]:tab.start[k + 1]]
+    slots = sorted({int(a) for o, a in zip(ops, args) if o == INPUT})
+    if not slots:
+        return ""
+    return " with the input(s) " + ", ".join(f"{tab.input_names[s - 1]} = {tab.inputs[s]:.6g}"
+                                             for s in slots)
 
 
 def nonpositive_distance(model: CompiledModel, times) -> str | None:
@@ -220,7 +262,8 @@ def nonpositive_distance(model: CompiledModel, times) -> str | None:
     functions = np.ascontiguousarray(model.driver_function[drivers, 0])
     times = np.asarray(times() if callable(times) else times, float).ravel()
     with functions_defined(model, times):
-        k, i = first_nonpositive(table.ops, table.args, table.start, functions, times)
+        k, i = first_nonpositive(table.ops, table.args, table.start, functions, times,
+                                 table.inputs)
     if k < 0:
         return None
     f = functions[i]

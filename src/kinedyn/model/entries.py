@@ -68,6 +68,15 @@ class Parameter(Entry):
 
 
 @dataclass
+class Input(Entry):
+    """A named value that loads (force functions) read, set from outside while a simulation
+    runs (a controller's command, hardware in the loop): held over each step."""
+    name: str
+    value: Any = 0.0
+    description: str | None = None
+
+
+@dataclass
 class Body(Entry):
     """A rigid body: inertial data, initial pose, and named points and unit vectors.
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from numbers import Real
 from types import MappingProxyType
 
@@ -166,11 +166,14 @@ def evaluate_number(text: object, parameters: Mapping[str, float], *,
 
 
 def time_function(text: object, parameters: Mapping[str, float], *,
-                  location: str | None = None) -> sp.Expr:
-    """Parse a function of time with the parameter values substituted; ``t`` is the free symbol."""
+                  inputs: Sequence[str] = (), location: str | None = None) -> sp.Expr:
+    """Parse a function of time with the parameter values substituted; ``t`` and the symbols
+    named ``inputs`` (a model's inputs) are its free symbols."""
     values = _sympy_values(tuple(parameters.items()))
+    if inputs:
+        values = {**values, **{name: sp.Symbol(name) for name in inputs}}
     expr = parse(text, values, allow_time=True, location=location)
-    free = expr.free_symbols - {t}
+    free = expr.free_symbols - {t} - {sp.Symbol(name) for name in inputs}
     if free:  # cannot happen through parse(), guards programmatic misuse
         raise ModelError(f"expression {text!r} has unknown symbols {free}", location=location)
     return expr

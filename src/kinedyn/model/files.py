@@ -15,11 +15,11 @@ from typing import Any
 import yaml
 
 from ..errors import ModelError
-from .entries import Body, Driver, Force, Joint, Parameter
+from .entries import Body, Driver, Force, Input, Joint, Parameter
 from .system import GROUND, System
 
-TOP_KEYS = ("name", "dim", "description", "gravity", "euler_sequence", "parameters", "ground",
-            "bodies", "joints", "drivers", "forces")
+TOP_KEYS = ("name", "dim", "description", "gravity", "euler_sequence", "parameters", "inputs",
+            "ground", "bodies", "joints", "drivers", "forces")
 # fields that must be strings (names and keywords); everything else is checked by compile()
 _STRING_FIELDS = {"name", "type", "kind", "body", "body_a", "body_b", "point", "point_a",
                   "point_b", "axis_a", "axis_b", "ref_a", "ref_b", "joint", "component", "frame",
@@ -135,7 +135,8 @@ def from_dict(data: Any) -> System:
     s = System(data.get("name") or "model", dim, description=data.get("description"),
                euler_sequence=data.get("euler_sequence") or "ZYX")
     s.gravity = data.get("gravity")
-    s.parameters = _parameters(data.get("parameters"))
+    s.parameters = _named_values(data.get("parameters"), "parameters", Parameter)
+    s.inputs = _named_values(data.get("inputs"), "inputs", Input)
     ground = data.get("ground") or {}
     if not isinstance(ground, dict):
         raise ModelError("ground must be a mapping with points and vectors", location="ground")
@@ -150,17 +151,19 @@ def from_dict(data: Any) -> System:
     return s
 
 
-def _parameters(value):
+def _named_values(value, key: str, cls):
+    """The ``parameters`` (``cls`` Parameter: value required) or ``inputs`` (Input: value 0 by
+    default) of a file: a mapping name: value, or a list of {name, value, description}."""
     if value is None:
         return []
     if isinstance(value, dict):
-        return [Parameter(str(k), v) for k, v in value.items()]
+        return [cls(str(k), v) for k, v in value.items()]
     if not isinstance(value, list):
-        raise ModelError("parameters must be a mapping name: value or a list of "
-                         "{name, value, description}", location="parameters")
+        raise ModelError(f"{key} must be a mapping name: value or a list of "
+                         "{name, value, description}", location=key)
     out = []
     for i, p in enumerate(value):
-        loc = f"parameters[{i}]"
+        loc = f"{key}[{i}]"
         if not isinstance(p, dict):
             raise ModelError("expected {name, value, description}", location=loc)
         extra = set(p) - {"name", "value", "description"}
@@ -170,9 +173,10 @@ def _parameters(value):
         for key in ("name", "description"):
             if p.get(key) is not None and not isinstance(p[key], str):
                 raise ModelError(f"{key} must be a string", location=f"{loc}.{key}")
-        if "name" not in p or "value" not in p:
-            raise ModelError("a parameter needs name and value", location=loc)
-        out.append(Parameter(p["name"], p["value"], p.get("description")))
+        if "name" not in p or (cls is Parameter and "value" not in p):
+            raise ModelError("a parameter needs name and value" if cls is Parameter else
+                             "an input needs a name", location=loc)
+        out.append(cls(p["name"], p.get("value", 0.0), p.get("description")))
     return out
 
 
@@ -233,6 +237,8 @@ def to_dict(system: System) -> dict:
             out["parameters"] = [p.to_dict() for p in system.parameters]
         else:
             out["parameters"] = {p.name: p.value for p in system.parameters}
+    if system.inputs:
+        out["inputs"] = [u.to_dict() for u in system.inputs]
     ground = {k: v for k, v in (("points", system.ground.points),
                                 ("vectors", system.ground.vectors)) if v}
     if ground:

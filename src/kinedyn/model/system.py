@@ -18,7 +18,7 @@ from . import expressions as ex
 from .compiled import (COMPONENT_CODE, DRIVER_CODE, DRIVER_WIDTH, FRAME_CODE, JOINT_CODE,
                        CompiledModel)
 from .entries import (DRIVER_KINDS, FORCE_KINDS, JOINT_COORDINATES, JOINT_FIELDS, Body, Driver,
-                      Force, Joint, Parameter, UserForce)
+                      Force, Input, Joint, Parameter, UserForce)
 from .rotations import check_sequence, euler_to_matrix, is_rotation, planar_matrix
 from .tape import TapeTable, compile_tape
 
@@ -55,6 +55,7 @@ class System:
         self.gravity = _raw(gravity)  # (checked by compile: "expected a list of d numbers")
         self.euler_sequence = euler_sequence
         self.parameters: list[Parameter] = []
+        self.inputs: list[Input] = []
         self.ground = Body(GROUND)
         self.bodies: list[Body] = []
         self.joints: list[Joint] = []
@@ -68,6 +69,15 @@ class System:
         """A named number usable in any numeric field and in functions of time."""
         entry = Parameter(str(name), _raw(value), description)
         self.parameters.append(entry)
+        return entry
+
+    def add_input(self, name: str, value=0.0, description: str | None = None) -> Input:
+        """A named value that force functions may read, set while a simulation runs
+        (:meth:`~kinedyn.model.compiled.CompiledModel.set_inputs`, :meth:`kinedyn.dynamics.
+        Dynamics.stepper`); ``value``: its value until set (a number or an expression of the
+        parameters)."""
+        entry = Input(str(name), _raw(value), description)
+        self.inputs.append(entry)
         return entry
 
     def add_body(self, name: str, *, mass, inertia, com=None, position=None, orientation=None,
@@ -223,12 +233,18 @@ class _Compiler:
 
     def func(self, value, loc: str) -> int:
         """Register a function of time; return its id."""
-        expr = ex.time_function(value, self.params, location=loc)
+        expr = ex.time_function(value, self.params, inputs=self.input_names, location=loc)
         return self.func_expr(expr, str(value), loc)
 
     def func_expr(self, expr: sp.Expr, text: str, loc: str) -> int:
+        read = sorted(str(x) for x in expr.free_symbols if str(x) in self.input_names)
+        if read and not self.inputs_allowed:
+            raise ModelError(f"a driver cannot read inputs ({', '.join(read)} in {text!r}): it "
+                             "prescribes a motion with its velocity and acceleration, which a "
+                             "value set from outside and held over each step does not have; "
+                             "inputs act on loads (forces)", location=loc)
         try:  # the tape is built for the whole table later; check this one where it is written
-            compile_tape(expr)
+            compile_tape(expr, self.input_names)
         except (ValueError, TypeError, OverflowError) as exc:
             raise ModelError(f"cannot use {text!r} as a function of time: {exc}",
                              location=loc) from None
@@ -261,6 +277,7 @@ class _Compiler:
         self.fn_exprs: list[sp.Expr] = []
         self.fn_text: list[str] = []
         self._parameters()
+        self._inputs()
         gravity = (np.zeros(d) if s.gravity is None else self.vec(s.gravity, "gravity"))
         try:
             self.seq = check_sequence(s.euler_sequence)
@@ -269,10 +286,12 @@ class _Compiler:
         self._bodies()
         self._joints()
         self._connectivity()
+        self.inputs_allowed = False
         drivers = self._drivers()
+        self.inputs_allowed = True
         forces = self._forces()
         try:
-            table = TapeTable(self.fn_exprs)
+            table = TapeTable(self.fn_exprs, self.input_names, self.input_values)
         except (ValueError, TypeError) as exc:
             raise ModelError(f"cannot compile a function of time: {exc}") from None
         return CompiledModel(
@@ -287,15 +306,34 @@ class _Compiler:
             **self.joint_arrays, **drivers, gravity=gravity, **forces,
             functions=table, function_text=tuple(self.fn_text))
 
+    def identifier(self, value, loc: str, kind: str) -> str:
+        """The name of a parameter or input: an identifier that expressions can use."""
+        name = self.name_of(value, loc)
+        if not name.isidentifier() or name in ex.CONSTANTS or name in ex.FUNCTIONS or name == "t":
+            raise ModelError(f"{kind} name {name!r} is not a valid identifier or is "
+                             "reserved (t, pi, e, function names)", location=loc)
+        return name
+
+    def _inputs(self):
+        self.input_names: tuple[str, ...] = ()
+        self.input_values: list[float] = []
+        for i, u in enumerate(self.s.inputs):
+            loc = f"inputs[{i}]"
+            name = self.identifier(u.name, f"{loc}.name", "input")
+            if name in self.params or name in self.input_names:
+                raise ModelError(f"input {name!r} has the name of "
+                                 f"{'a parameter' if name in self.params else 'another input'}",
+                                 location=f"{loc}.name")
+            self.input_names += (name,)
+            self.input_values.append(self.num(0.0 if u.value is None else u.value,
+                                              f"{loc}.value"))
+
     def _parameters(self):
         self.params: dict[str, float] = {}
         seen = set()
         for i, p in enumerate(self.s.parameters):
             loc = f"parameters[{i}]"
-            name = self.name_of(p.name, f"{loc}.name")
-            if not name.isidentifier() or name in ex.CONSTANTS or name in ex.FUNCTIONS or name == "t":
-                raise ModelError(f"parameter name {name!r} is not a valid identifier or is "
-                                 "reserved (t, pi, e, function names)", location=f"{loc}.name")
+            name = self.identifier(p.name, f"{loc}.name", "parameter")
             if name in seen:
                 raise ModelError(f"duplicate parameter {name!r}", location=f"{loc}.name")
             seen.add(name)
@@ -617,7 +655,8 @@ class _Compiler:
         if not isinstance(orientation, (list, tuple)) or len(orientation) != n_angle:
             raise ModelError(f"orientation needs {n_angle} function(s) of time (angles, rad)",
                              location=f"{loc}.orientation")
-        angles = [ex.time_function(a, self.params, location=f"{loc}.orientation[{i}]")
+        angles = [ex.time_function(a, self.params, inputs=self.input_names,
+                                   location=f"{loc}.orientation[{i}]")
                   for i, a in enumerate(orientation)]
         if d == 2:
             R = planar_matrix(angles[0], lib=sp)

@@ -12,7 +12,7 @@ Tapes of all functions of a model are concatenated: ``ops (n_op,)``, ``args (n_o
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 import numba as nb
 import numpy as np
@@ -25,6 +25,10 @@ from .expressions import t as T
 CONST, TIME, ADD, SUB, MUL, DIV, NEG, POWC, POW = 0, 1, 2, 3, 4, 5, 6, 7, 8
 SIN, COS, TAN, ASIN, ACOS, ATAN, SINH, COSH, TANH = 9, 10, 11, 12, 13, 14, 15, 16, 17
 EXP, LOG, SQRT, ABS, SIGN, STEP, MIN, MAX, ATAN2 = 18, 19, 20, 21, 22, 23, 24, 25, 26
+# An input (a leaf): the value of slot ``arg`` of the table's ``inputs`` array, held constant
+# over each evaluation (derivatives 0). Slot 0 of that array is its generation: evaluations
+# cached at one time are redone when it changes (:meth:`TapeTable.set_inputs`).
+INPUT = 27
 
 _UNARY = {sp.sin: SIN, sp.cos: COS, sp.tan: TAN, sp.asin: ASIN, sp.acos: ACOS, sp.atan: ATAN,
           sp.sinh: SINH, sp.cosh: COSH, sp.tanh: TANH, sp.exp: EXP, sp.log: LOG,
@@ -32,18 +36,21 @@ _UNARY = {sp.sin: SIN, sp.cos: COS, sp.tan: TAN, sp.asin: ASIN, sp.acos: ACOS, s
 MAX_STACK = 64
 
 
-def compile_tape(expr: sp.Expr) -> tuple[list[int], list[float]]:
-    """Postfix program for a SymPy expression in ``t`` (see module docstring)."""
+def compile_tape(expr: sp.Expr, inputs: Sequence[str] = ()) -> tuple[list[int], list[float]]:
+    """Postfix program for a SymPy expression in ``t`` and the symbols named ``inputs`` (input
+    k reads slot k + 1 of the table's inputs array; see module docstring)."""
     ops: list[int] = []
     args: list[float] = []
-    depth = _emit(sp.sympify(expr), ops, args)
+    slots = {sp.Symbol(name): k + 1 for k, name in enumerate(inputs)}
+    depth = _emit(sp.sympify(expr), ops, args, slots)
     if depth > MAX_STACK:
         raise ValueError(f"expression needs a stack of {depth} > {MAX_STACK}")
     return ops, args
 
 
-def _emit(e: sp.Expr, ops: list[int], args: list[float]) -> int:
-    """Append the program of ``e``; return the stack depth it needs."""
+def _emit(e: sp.Expr, ops: list[int], args: list[float], slots: dict) -> int:
+    """Append the program of ``e`` (``slots``: input symbol -> its slot); return the stack
+    depth it needs."""
     def push(op, arg=0.0):
         ops.append(op)
         args.append(float(arg))
@@ -60,12 +67,15 @@ def _emit(e: sp.Expr, ops: list[int], args: list[float]) -> int:
     if e == T:
         push(TIME)
         return 1
+    if e in slots:
+        push(INPUT, slots[e])
+        return 1
     if isinstance(e, (sp.Add, sp.Mul, sp.Min, sp.Max)):
         op = {sp.Add: ADD, sp.Mul: MUL, sp.Min: MIN, sp.Max: MAX}[type(e)]
         terms = list(e.args)
-        depth = _emit(terms[0], ops, args)
+        depth = _emit(terms[0], ops, args, slots)
         for k, term in enumerate(terms[1:]):
-            depth = max(depth, 1 + _emit(term, ops, args))
+            depth = max(depth, 1 + _emit(term, ops, args, slots))
             push(op)
         return depth
     if isinstance(e, sp.Pow):
@@ -74,32 +84,32 @@ def _emit(e: sp.Expr, ops: list[int], args: list[float]) -> int:
             x = float(ex)
             if x == -1.0:  # 1/u as a division keeps the tape exact for small u
                 push(CONST, 1.0)
-                depth = 1 + _emit(base, ops, args)
+                depth = 1 + _emit(base, ops, args, slots)
                 push(DIV)
                 return depth
             if x == 0.5:
-                depth = _emit(base, ops, args)
+                depth = _emit(base, ops, args, slots)
                 push(SQRT)
                 return depth
-            depth = _emit(base, ops, args)
+            depth = _emit(base, ops, args, slots)
             push(POWC, x)
             return depth
-        d1 = _emit(base, ops, args)
-        d2 = 1 + _emit(ex, ops, args)
+        d1 = _emit(base, ops, args, slots)
+        d2 = 1 + _emit(ex, ops, args, slots)
         push(POW)
         return max(d1, d2)
     if isinstance(e, sp.Heaviside):
-        depth = _emit(e.args[0], ops, args)
+        depth = _emit(e.args[0], ops, args, slots)
         push(STEP)
         return depth
     if isinstance(e, sp.atan2):
-        d1 = _emit(e.args[0], ops, args)
-        d2 = 1 + _emit(e.args[1], ops, args)
+        d1 = _emit(e.args[0], ops, args, slots)
+        d2 = 1 + _emit(e.args[1], ops, args, slots)
         push(ATAN2)
         return max(d1, d2)
     for fn, op in _UNARY.items():
         if isinstance(e, fn):
-            depth = _emit(e.args[0], ops, args)
+            depth = _emit(e.args[0], ops, args, slots)
             push(op)
             return depth
     raise ValueError(f"cannot compile {e!r} ({type(e).__name__}) to a tape")
@@ -107,7 +117,7 @@ def _emit(e: sp.Expr, ops: list[int], args: list[float]) -> int:
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def is_binary(op):
-    return op >= ADD and op <= DIV or op == POW or op >= MIN
+    return op >= ADD and op <= DIV or op == POW or op >= MIN and op <= ATAN2
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
@@ -234,8 +244,8 @@ def apply_unary(op, arg, u, u1, u2):
 
 
 @nb.njit(**INLINED_WORKER)
-def eval_tape(ops, args, start, end, time, stack):
-    """Evaluate the tape ``ops[start:end]`` at ``time``.
+def eval_tape(ops, args, start, end, time, stack, inputs):
+    """Evaluate the tape ``ops[start:end]`` at ``time`` with the ``inputs`` array of its table.
 
     ``stack`` is scratch of shape ``(MAX_STACK, 3)``. Returns ``(f, f', f'')``.
     """
@@ -244,6 +254,11 @@ def eval_tape(ops, args, start, end, time, stack):
         op = ops[i]
         if op == CONST:
             stack[sp_, 0] = args[i]
+            stack[sp_, 1] = 0.0
+            stack[sp_, 2] = 0.0
+            sp_ += 1
+        elif op == INPUT:
+            stack[sp_, 0] = inputs[int(args[i])]
             stack[sp_, 1] = 0.0
             stack[sp_, 2] = 0.0
             sp_ += 1
@@ -269,10 +284,10 @@ def eval_tape(ops, args, start, end, time, stack):
 
 
 @nb.njit(**INLINED_WORKER)
-def eval_functions(ops, args, start, time, out, stack):
+def eval_functions(ops, args, start, time, out, stack, inputs):
     """Evaluate every function of a tape table at ``time`` into ``out (n_function, 3)``."""
     for k in range(start.shape[0] - 1):
-        f0, f1, f2 = eval_tape(ops, args, start[k], start[k + 1], time, stack)
+        f0, f1, f2 = eval_tape(ops, args, start[k], start[k + 1], time, stack, inputs)
         out[k, 0] = f0
         out[k, 1] = f1
         out[k, 2] = f2
@@ -311,8 +326,8 @@ def build_program(ops, args, start) -> Program:
         stack: list[int] = []
         for i in range(start[k], start[k + 1]):
             op = int(ops[i])
-            arg = float(args[i]) if op in (CONST, POWC) else 0.0
-            if op in (CONST, TIME):
+            arg = float(args[i]) if op in (CONST, POWC, INPUT) else 0.0
+            if op in (CONST, TIME, INPUT):
                 operands = ()
             elif is_binary(op):
                 operands = (stack.pop(-2), stack.pop())
@@ -323,7 +338,8 @@ def build_program(ops, args, start) -> Program:
                 number[key] = len(instr)
                 a, b = (list(operands) + [-1, -1])[:2]
                 instr.append((op, arg, a, b))
-                constant.append(op == CONST or (op != TIME and all(constant[r] for r in operands)))
+                constant.append(op == CONST or (op not in (TIME, INPUT)
+                                                and all(constant[r] for r in operands)))
             stack.append(number[key])
         if len(stack) != 1:
             raise ValueError(f"function {k}: malformed tape (stack of {len(stack)} at its end)")
@@ -336,7 +352,8 @@ def build_program(ops, args, start) -> Program:
     place = np.full(len(op) + 1, -1)  # register -> its place among them (-1 -> -1: none)
     place[folded] = np.arange(len(folded))
     reg = np.zeros((len(folded), 3))
-    eval_program(op[folded], arg[folded], place[a[folded]], place[b[folded]], 0.0, reg)
+    eval_program(op[folded], arg[folded], place[a[folded]], place[b[folded]], 0.0, reg,
+                 np.zeros(1))
     op[folded], arg[folded], a[folded], b[folded] = CONST, reg[:, 0], -1, -1
     used = np.zeros(len(op), bool)
     for r in sorted(set(outs), reverse=True):
@@ -351,12 +368,17 @@ def build_program(ops, args, start) -> Program:
 
 
 @nb.njit(**INLINED_WORKER)
-def eval_program(op, arg, a, b, time, reg):
-    """Run a :class:`Program` at ``time``: ``reg (n_reg, 3)`` gets every register."""
+def eval_program(op, arg, a, b, time, reg, inputs):
+    """Run a :class:`Program` at ``time`` with its table's ``inputs`` array: ``reg (n_reg, 3)``
+    gets every register."""
     for i in range(op.shape[0]):
         o = op[i]
         if o == CONST:
             reg[i, 0] = arg[i]
+            reg[i, 1] = 0.0
+            reg[i, 2] = 0.0
+        elif o == INPUT:
+            reg[i, 0] = inputs[int(arg[i])]
             reg[i, 1] = 0.0
             reg[i, 2] = 0.0
         elif o == TIME:
@@ -379,7 +401,7 @@ def eval_program(op, arg, a, b, time, reg):
 
 
 @nb.njit(cache=True, nogil=True)
-def first_nonpositive(ops, args, start, functions, times):
+def first_nonpositive(ops, args, start, functions, times, inputs):
     """``(time index, position in functions)`` of the first time at which one of the table's
     ``functions`` has a value <= 0, or ``(-1, -1)``: one compiled pass over a whole run's times
     (a driven distance's check)."""
@@ -387,7 +409,7 @@ def first_nonpositive(ops, args, start, functions, times):
     for k in range(times.shape[0]):
         for i in range(functions.shape[0]):
             f = functions[i]
-            if eval_tape(ops, args, start[f], start[f + 1], times[k], stack)[0] <= 0.0:
+            if eval_tape(ops, args, start[f], start[f + 1], times[k], stack, inputs)[0] <= 0.0:
                 return k, i
     return -1, -1
 
@@ -404,7 +426,8 @@ def first_undefined(table: TapeTable, times) -> tuple[int, float, str] | None:
         except ZeroDivisionError:
             for k in range(len(table)):
                 try:
-                    eval_tape(table.ops, table.args, table.start[k], table.start[k + 1], t, stack)
+                    eval_tape(table.ops, table.args, table.start[k], table.start[k + 1], t, stack,
+                              table.inputs)
                 except ZeroDivisionError:
                     return k, float(t), "divides by zero"
             continue  # (the table's evaluation and the single tapes' agree: not reached)
@@ -418,26 +441,41 @@ def first_undefined(table: TapeTable, times) -> tuple[int, float, str] | None:
 
 
 class TapeTable:
-    """The tapes of a list of SymPy expressions in ``t``, concatenated (see module docstring)."""
+    """The tapes of a list of SymPy expressions in ``t`` and the ``inputs`` symbols,
+    concatenated (see module docstring), with the live values of the inputs."""
 
-    def __init__(self, expressions: list[sp.Expr]):
+    def __init__(self, expressions: list[sp.Expr], inputs: Sequence[str] = (),
+                 values: Sequence[float] = ()):
         ops: list[int] = []
         args: list[float] = []
         start = [0]
         for e in expressions:
-            o, a = compile_tape(e)
+            o, a = compile_tape(e, inputs)
             ops += o
             args += a
             start.append(len(ops))
         self.ops = np.asarray(ops, dtype=np.int64)
         self.args = np.asarray(args, dtype=np.float64)
         self.start = np.asarray(start, dtype=np.int64)
+        self.input_names = tuple(inputs)
+        #: [generation, input 0, input 1, ...]: the one array every formulation built from the
+        #: table reads its inputs from (and its generation, to redo cached evaluations)
+        self.inputs = np.zeros(1 + len(self.input_names))
+        self.inputs[0] = 1.0
+        self.inputs[1:] = values if len(values) else 0.0
 
     def __len__(self) -> int:
         return len(self.start) - 1
 
+    def set_inputs(self, values: dict[str, float]) -> None:
+        """Set inputs by name (checked by the caller) and start a new generation."""
+        for name, value in values.items():
+            self.inputs[1 + self.input_names.index(name)] = value
+        self.inputs[0] += 1.0
+
     def evaluate(self, time: float) -> np.ndarray:
         """``(n_function, 3)`` array of value, first and second derivative at ``time``."""
         out = np.empty((len(self), 3))
-        eval_functions(self.ops, self.args, self.start, float(time), out, np.empty((MAX_STACK, 3)))
+        eval_functions(self.ops, self.args, self.start, float(time), out, np.empty((MAX_STACK, 3)),
+                       self.inputs)
         return out

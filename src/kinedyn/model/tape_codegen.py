@@ -30,8 +30,8 @@ import numpy as np
 
 from .._jit import INLINED_WORKER, overload_inlined
 from .._llvm import Function, c_float64, call, compile_or_warn, constant
-from .tape import (CONST, TIME, Program, apply_binary, apply_unary, build_program, eval_program,
-                   is_binary)
+from .tape import (CONST, INPUT, TIME, Program, apply_binary, apply_unary, build_program,
+                   eval_program, is_binary)
 
 SWITCH = "KINEDYN_FUNCTION_CODEGEN"  # "0": formulations built from now on interpret
 NAME = "functions_of_time"
@@ -126,11 +126,11 @@ class _Condition:
 
 
 class _Code:
-    """The function being emitted, ``@functions_of_time(ptr %fval, double %t)``, with the
-    functions it declares."""
+    """The function being emitted, ``@functions_of_time(ptr %fval, ptr %inputs, double %t)``,
+    with the functions it declares."""
 
     def __init__(self):
-        self.f = Function(f"@{NAME}(ptr noalias %fval, double %t)")
+        self.f = Function(f"@{NAME}(ptr noalias %fval, ptr noalias %inputs, double %t)")
         self.declared: dict[str, str] = {}
         self.time = _Value(self, "%t")
         self.outcomes: list[bool] = []  # of the comparisons the current run will meet
@@ -192,9 +192,10 @@ def _traced(rule, code: _Code):
 
 
 def program_ir(program: Program) -> str | None:
-    """The LLVM IR of ``@functions_of_time(fval, t)``, which writes ``fval (n_function, 3)``
-    as :func:`.tape.eval_program` and the copy of its outputs do and returns 0 (or
-    :data:`ZERO_DIVISOR`); None when a rule cannot be traced."""
+    """The LLVM IR of ``@functions_of_time(fval, inputs, t)``, which writes ``fval
+    (n_function, 3)`` as :func:`.tape.eval_program` and the copy of its outputs do, reading
+    the inputs' slots from ``inputs`` (once per call), and returns 0 (or :data:`ZERO_DIVISOR`);
+    None when a rule cannot be traced."""
     code = _Code()
     unary, binary = _traced(apply_unary, code), _traced(apply_binary, code)
     reg: list[tuple] = []
@@ -204,6 +205,8 @@ def program_ir(program: Program) -> str | None:
                 reg.append((float(program.arg[i]), 0.0, 0.0))
             elif op == TIME:
                 reg.append((code.time, 1.0, 0.0))
+            elif op == INPUT:
+                reg.append((_Value(code, code.f.read("%inputs", int(program.arg[i]))), 0.0, 0.0))
             elif is_binary(op):
                 reg.append(code.apply(binary, op, *reg[program.a[i]], *reg[program.b[i]]))
             else:
@@ -231,22 +234,22 @@ def program_code(program: Program, subject: str) -> np.ndarray:
     return NO_CODE if code is None else code
 
 
-def run_program_code(code, fval, t):
+def run_program_code(code, fval, inputs, t):
     """In compiled code: run the generated function ``code[0]`` of :func:`program_code` into
-    ``fval`` at ``t``: True; False when there is none (``code[0] == 0``) or ``fval`` is not
-    C-contiguous float64 (the caller interprets). A zero divisor raises ZeroDivisionError, as
-    the interpreter's division does."""
+    ``fval`` at ``t`` with the table's ``inputs``: True; False when there is none (``code[0] ==
+    0``) or ``fval`` is not C-contiguous float64 (the caller interprets). A zero divisor raises
+    ZeroDivisionError, as the interpreter's division does."""
 
 
 @overload_inlined(run_program_code, jit_options={"cache": True, "nogil": True})
-def _ov_run_program_code(code, fval, t):
-    if not c_float64(fval):
-        return lambda code, fval, t: False
+def _ov_run_program_code(code, fval, inputs, t):
+    if not (c_float64(fval) and c_float64(inputs)):
+        return lambda code, fval, inputs, t: False
 
-    def impl(code, fval, t):
+    def impl(code, fval, inputs, t):
         if code[0] == 0:
             return False
-        if call(code[0], (fval,), (0,), (float(t),)) != 0:
+        if call(code[0], (fval, inputs), (0, 0), (float(t),)) != 0:
             raise ZeroDivisionError("division by zero")
         return True
     return impl
@@ -263,13 +266,14 @@ def program_arrays(ops, args, start, subject: str) -> dict:
 
 
 @nb.njit(**INLINED_WORKER)
-def functions_at(fp_op, fp_arg, fp_a, fp_b, fp_out, fp_code, freg, fval, t):
+def functions_at(fp_op, fp_arg, fp_a, fp_b, fp_out, fp_code, fp_input, freg, fval, t):
     """``fval (n_function, 3)``: every function of time of :func:`program_arrays` at ``t`` (value,
-    first and second derivative), by its generated code or else by the interpreter (``freg
-    (n_reg, 3)``: its registers)."""
-    if run_program_code(fp_code, fval, t):
+    first and second derivative) with the inputs ``fp_input`` (the table's
+    :attr:`~.tape.TapeTable.inputs`), by its generated code or else by the interpreter
+    (``freg (n_reg, 3)``: its registers)."""
+    if run_program_code(fp_code, fval, fp_input, t):
         return
-    eval_program(fp_op, fp_arg, fp_a, fp_b, t, freg)
+    eval_program(fp_op, fp_arg, fp_a, fp_b, t, freg, fp_input)
     for k in range(fp_out.shape[0]):
         r = fp_out[k]
         fval[k, 0] = freg[r, 0]

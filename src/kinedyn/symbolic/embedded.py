@@ -26,7 +26,7 @@ from ..io.results import Results
 from ..model.compiled import FRAME_CODE, CompiledModel
 from .analysis import _channels, _known, _planar_options, coordinates
 from .codegen import Kernel
-from .equations import T, PlanarEquations, _function_expr, _vec
+from .equations import T, PlanarEquations, _function_expr, _vec, require_generated_loads
 from .spatial import spatial_mass_and_forces
 from .blockwise import blockwise_kernels, uncoupled
 from .projection import projection_source
@@ -56,9 +56,7 @@ def planar_mass_and_forces(eqs: PlanarEquations):
     F = sp.zeros(n, 1)
     V = sp.Integer(0)
     g = _vec(m.gravity, eqs.tol)
-    if m.spring_name or m.user_forces:
-        raise ModelError(f"{m.name}: the embedded symbolic dynamics support gravity, point and "
-                         "joint forces (springs and user forces are not generated yet)")
+    require_generated_loads(m)
     for b in range(1, m.n_body):
         mass = sp.nsimplify(float(m.body_mass[b]), rational=True) if m.body_mass[b] else 0
         inertia = float(m.body_inertia[b])

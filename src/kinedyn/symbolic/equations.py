@@ -28,6 +28,7 @@ import sympy as sp
 from ..errors import AssemblyError, ModelError, UnknownNameError, check_number, coordinates
 from ..model.compiled import DRIVER_CODE, JOINT_CODE, CompiledModel, compiled_model
 from ..model.expressions import parse
+from ..model import tape as _tape
 from .rational import rationalise
 
 T = sp.Symbol("t", real=True)
@@ -495,6 +496,20 @@ def _time_expression(value, name: str) -> sp.Expr:
         raise ModelError(f"the function of time {value!r} has symbols other than t: "
                          f"{', '.join(sorted(map(str, unknown)))}", location=f"inputs[{name!r}]")
     return expr
+
+
+def require_generated_loads(m: CompiledModel) -> None:
+    """ModelError unless the embedded dynamics can generate every load of ``m``: gravity, point
+    and joint forces whose functions are of time alone (generated code holds them fixed, so
+    an input, set from outside during a run, cannot reach it)."""
+    if m.spring_name or m.user_forces:
+        raise ModelError(f"{m.name}: the embedded symbolic dynamics support gravity, point and "
+                         "joint forces (springs and user forces are not generated yet)")
+    if (m.functions.ops == _tape.INPUT).any():
+        raise ModelError(f"{m.name}: the embedded symbolic dynamics generate their loads as "
+                         f"functions of time; its forces read inputs ({', '.join(m.input_names)}"
+                         "), which only the natural-coordinate methods and the joint-coordinate "
+                         "dynamics read: use method='projection' (or another of those)")
 
 
 def _function_expr(model: CompiledModel, fid: int) -> sp.Expr:

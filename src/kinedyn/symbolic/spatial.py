@@ -37,7 +37,7 @@ from ..model.compiled import (DRIVER_CODE, FRAME_CODE, JOINT_CODE, CompiledModel
                               compiled_model)
 from ..model.rotations import euler_to_matrix, matrix_to_euler
 from ..model import tape as _tape
-from .equations import (T, BodyPoints, ConstraintSystem, Coordinate, _num, _vec, assemble,
+from .equations import (T, BodyPoints, require_generated_loads, ConstraintSystem, Coordinate, _num, _vec, assemble,
                         grow_tree)
 
 SEQUENCE = "ZYX"   # absolute bodies and tree spherical joints: the thesis's 3-2-1 angles
@@ -421,9 +421,7 @@ def spatial_mass_and_forces(eqs: SpatialEquations):
     I_W' w = w x I_W w).
     """
     m = eqs.model
-    if m.spring_name or m.user_forces:
-        raise ModelError(f"{m.name}: the embedded symbolic dynamics support gravity, point and "
-                         "joint forces (springs and user forces are not generated yet)")
+    require_generated_loads(m)
     q = sp.Matrix(eqs.q)
     qd = sp.Matrix([sp.Symbol(f"{c.symbol.name}_d", real=True) for c in eqs.coordinates])
     n = len(q)

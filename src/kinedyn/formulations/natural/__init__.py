@@ -98,7 +98,7 @@ class Natural:
             jac_indptr=indptr, jac_indices=indices, jc_start=u(jc_start), jc_slot=u(jc_slot),
             jc_term=u(jc_term), jc_pos=u(jc_pos), jc_first=u(jc_first), jac_const=jac_const,
             fn_ops=ops, fn_args=args, fn_start=start,
-            **program_arrays(ops, args, start, model.name),
+            **program_arrays(ops, args, start, model.name), fp_input=model.functions.inputs,
             mass_indptr=M.indptr.astype(np.int64), mass_indices=M.indices.astype(np.int64),
             mass_values=M.data.astype(float), gravity_q=gravity_force(lay), **forces)
         self._E, self._c = self._entity_matrix()
@@ -193,7 +193,8 @@ class Natural:
     def _functions(self, t: float) -> np.ndarray:
         s = np.zeros((MAX_STACK, 3))
         st = self.data.fn_start
-        return np.array([eval_tape(self.data.fn_ops, self.data.fn_args, st[k], st[k + 1], t, s)
+        return np.array([eval_tape(self.data.fn_ops, self.data.fn_args, st[k], st[k + 1], t, s,
+                                   self.data.fp_input)
                          for k in range(len(st) - 1)]).reshape(-1, 3)
 
     def entity_values(self, q: np.ndarray, derivative: bool = False) -> np.ndarray:

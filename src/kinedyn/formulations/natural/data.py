@@ -48,6 +48,7 @@ class NaturalData(NamedTuple):
     fp_b: np.ndarray
     fp_out: np.ndarray       # (n_function,) register of each function
     fp_code: np.ndarray      # [address] of the program as generated code, [0]: interpret
+    fp_input: np.ndarray     # the model's inputs (model.tape.TapeTable.inputs: the same array)
     mass_indptr: np.ndarray  # CSR pattern of the constant mass matrix
     mass_indices: np.ndarray
     mass_values: np.ndarray
@@ -87,7 +88,7 @@ class NaturalWork(NamedTuple):
     g: np.ndarray      # (3, d) gradients
     freg: np.ndarray   # (n_reg, 3) registers of the function program
     fval: np.ndarray   # (n_function, 3) functions of time at ftime[0]
-    ftime: np.ndarray  # [time of fval, 1 once filled]
+    ftime: np.ndarray  # [time of fval, the inputs' generation then (0: not filled)]
     ent: np.ndarray    # (n_e, d) entity values of the current call
     entd: np.ndarray   # (n_e, d) entity rates of the current call
     stamp: np.ndarray  # (n_e,) call number that last computed each entity value

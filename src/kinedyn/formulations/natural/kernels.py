@@ -110,15 +110,16 @@ def _entity(ent_start, ent_block, ent_alpha, ent_beta, d, e, x, out, s):
 
 @nb.njit(**_WRAP)
 def _time(data, work, t):
-    """Fill work.fval with every function of time at t, unless it already holds time t: the
-    table is a pure function of t, so the kernels of one evaluation (forces, phi, phi_q,
-    phi_t, gamma) share it."""
+    """Fill work.fval with every function of time at t, unless it already holds time t with
+    the inputs' current generation (``data.fp_input[0]``, :class:`~kinedyn.model.tape.
+    TapeTable`): the table is a function of t and the inputs, so the kernels of one evaluation
+    (forces, phi, phi_q, phi_t, gamma) share it."""
     # the "already at t" test inline: a call that passed the nine arrays cost ~30 ns
-    if work.ftime[0] != t or work.ftime[1] != 1.0:
+    if work.ftime[0] != t or work.ftime[1] != data.fp_input[0]:
         functions_at(data.fp_op, data.fp_arg, data.fp_a, data.fp_b, data.fp_out, data.fp_code,
-                     work.freg, work.fval, t)
+                     data.fp_input, work.freg, work.fval, t)
         work.ftime[0] = t
-        work.ftime[1] = 1.0
+        work.ftime[1] = data.fp_input[0]
 
 
 @nb.njit(**_LEAF)

@@ -69,6 +69,7 @@ class RelativeData(NamedTuple):
     fp_b: np.ndarray
     fp_out: np.ndarray
     fp_code: np.ndarray
+    fp_input: np.ndarray      # the model's inputs (model.tape.TapeTable.inputs: the same array)
     pf_link: np.ndarray       # (n_pf,) point forces
     pf_point: np.ndarray      # (n_pf, 3) link frame
     pf_fn: np.ndarray         # (n_pf, 3) component functions (-1 none)
@@ -384,4 +385,5 @@ def build_data(tree: JointTree, equations: list[Equation], coord: np.ndarray) ->
         con_fn=np.array([e.fn for e in equations], np.int64),
         jac_indptr=jp, jac_indices=ji, mass_indptr=mp, mass_indices=mi, mass_pos=mpos,
         **program_arrays(m.functions.ops, m.functions.args, m.functions.start, m.name),
+        fp_input=m.functions.inputs,
         **force_arrays(tree))

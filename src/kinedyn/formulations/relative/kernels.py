@@ -394,7 +394,7 @@ def velocities(data, work, qd):
 @nb.njit(**_WRAP)
 def at_time(data, work, t):
     functions_at(data.fp_op, data.fp_arg, data.fp_a, data.fp_b, data.fp_out, data.fp_code,
-                 work.freg, work.fval, t)
+                 data.fp_input, work.freg, work.fval, t)
 
 
 @nb.njit(**_WRAP)
