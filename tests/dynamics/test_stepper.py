@@ -212,3 +212,39 @@ def test_a_load_that_turns_nan_is_named_with_its_time():
     with pytest.raises(ModelError, match=r"'sqrt\(torque\)' is not finite \(value nan.* at "
                                          r"t = 0.003 s with the input\(s\) torque = -1"):
         st.step()
+
+
+def test_realtime_command_times_each_call(tmp_path, capsys):
+    """``kinedyn realtime``: one step per call, the stepped states equal the whole run's."""
+    import json
+    from kinedyn.cli import main
+    assert main(["realtime", "four-bar", "--dt", "2e-3", "--duration", "0.1", "--no-progress",
+                 "--out", str(tmp_path)]) == 0
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert s["steps"] == 50 and s["max_difference_from_whole_run"] == 0.0
+    assert 0 < s["compiled_us"]["median"] <= s["call_us"]["p99"]
+    assert s["headroom"] == pytest.approx(2000.0 / s["call_us"]["p99"])
+    assert (tmp_path / "step_times.png").stat().st_size > 10_000
+    out = capsys.readouterr().out
+    assert "one per call" in out and "headroom" in out and "equal the whole run's to 0.0e+00" in out
+
+
+def test_inputs_on_the_command_line(tmp_path, capsys):
+    """``--input NAME=VALUE`` sets an input for the run (a model file with one); an unknown
+    input or a value that is not a number is one line naming the option."""
+    import json
+    from kinedyn.cli import main
+    s = pendulum(gravity=0.0)
+    kinedyn.save(s, tmp_path / "pendulum.yaml")
+    model = str(tmp_path / "pendulum.yaml")
+    assert main(["simulate", model, "--input", "torque=0.6", "--t-end", "0.1", "--dt", "1e-3",
+                 "--plot", "joint.pin.angle", "--no-progress", "--out", str(tmp_path / "a")]) == 0
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["inputs"] == {"torque": 0.6}
+    angle = np.load(tmp_path / "a" / "results.npz")["joint.pin.angle"]
+    assert angle[-1] == pytest.approx(0.5 * 0.6 / I_O * 0.1 ** 2, abs=1e-9)  # tau t^2/(2 I_O)
+    capsys.readouterr()
+    assert main(["simulate", model, "--input", "torq=1", "--t-end", "0.1", "--dt", "1e-3"]) == 2
+    assert "--input: unknown input 'torq'; known: torque" in capsys.readouterr().err
+    assert main(["realtime", model, "--input", "torque=fast"]) == 2
+    assert "--input torque: 'fast' is not a number" in capsys.readouterr().err

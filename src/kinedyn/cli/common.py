@@ -20,15 +20,35 @@ def add_model_argument(parser: argparse.ArgumentParser) -> None:
 
 def parameters(args) -> dict[str, float]:
     """``--param name=value`` pairs as a mapping (values are numbers)."""
+    return name_values(args.param, "--param")
+
+
+def add_input_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--input", action="append", default=[], metavar="NAME=VALUE",
+                        help="set a model input (a value its forces read; repeatable)")
+
+
+def set_inputs(model, args) -> dict[str, float]:
+    """The ``--input name=value`` pairs set on the compiled ``model``; returns them."""
+    values = name_values(args.input, "--input")
+    try:
+        model.set_inputs(values)
+    except ModelError as err:
+        raise err.at(location="--input") from None
+    return values
+
+
+def name_values(items, option: str) -> dict[str, float]:
+    """``NAME=VALUE`` command-line pairs as a mapping (values are numbers)."""
     out = {}
-    for item in args.param:
+    for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise ModelError(f"--param expects NAME=VALUE, got {item!r}")
+            raise ModelError(f"{option} expects NAME=VALUE, got {item!r}")
         try:
             out[name.strip()] = float(value)
         except ValueError:
-            raise ModelError(f"--param {name.strip()}: {value!r} is not a number") from None
+            raise ModelError(f"{option} {name.strip()}: {value!r} is not a number") from None
     return out
 
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from ..errors import ModelError, run_steps
 from ..progress import progress_bar
-from .common import (add_model_argument, add_motion_arguments, check_plot, load_system,
-                     motion_files, output_dir, parameters, positive_float, warnings_printed)
+from .common import (add_input_argument, add_model_argument, add_motion_arguments, check_plot,
+                     load_system, motion_files, output_dir, parameters, positive_float,
+                     set_inputs, warnings_printed)
 
 METHODS = ("augmented", "projection", "partitioning", "penalty", "index3", "hdca", "embedded")
 INTEGRATORS = ("euler", "semi-implicit-euler", "rk4", "reference")
@@ -30,6 +31,7 @@ def register(sub) -> None:
         description="Forward dynamics with a chosen method and integrator. Results go to CSV, "
                     "NPZ, summary.json and PNG plots; the summary is printed.")
     add_model_argument(p)
+    add_input_argument(p)
     p.add_argument("--method", choices=METHODS, default="projection",
                    help="dynamics method (default projection)")
     p.add_argument("--integrator", choices=INTEGRATORS, default="rk4",
@@ -82,6 +84,7 @@ def run(args) -> int:
         raise ModelError(f"--record-every must be at least 1, got {args.record_every}")
     steps = run_steps(0.0, args.t_end, args.dt, limit=10**7, warn=False)  # the run warns
     model = _model(args)
+    set_inputs(model, args)
     integrator = "rk4" if args.method == "index3" else args.integrator
     q0 = None
     with warnings_printed():
@@ -103,6 +106,8 @@ def run(args) -> int:
     if args.reactions or any(p.startswith(("reaction", "effort")) for p in args.plot):
         res.reactions()
     res.summary["parameters"] = {k: float(v) for k, v in parameters(args).items()}
+    if model.input_names:
+        res.summary["inputs"] = model.inputs
     if args.from_equilibrium:
         res.summary["initial_configuration"] = "static equilibrium"
     if args.hold:

@@ -17,6 +17,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sps
 
+from .._jit import entry_point
 from .._memory import resident_zeros
 from ..errors import (ModelError, SolverError, UnknownNameError, check_baumgarte,
                       check_iteration_settings, check_number, record_interval, run_steps)
@@ -507,11 +508,16 @@ class Dynamics:
                 y, t_start, dt, count, every, rec)
         scratch = I.make_scratch(len(self.y))
         second_order = self.method != "hdca"  # HDCA integrates [q; p], not [q; qd]
+        resolved = [None, None, None]  # the system and work it was resolved for, the function
 
         def advance(y, t_start, count, rec, every):
-            return I.integrate_fixed(self.system, self.sys_work, y, t_start, dt, count,
-                                     self.integrator_code, self.n_pos, second_order, every, rec,
-                                     scratch)
+            args = (self.system, self.sys_work, y, t_start, dt, count, self.integrator_code,
+                    self.n_pos, second_order, every, rec, scratch)
+            if resolved[0] is not self.system or resolved[1] is not self.sys_work:
+                # (again after a re-analysis): one call made by the dispatcher, with zero steps
+                resolved[:] = self.system, self.sys_work, entry_point(
+                    I.integrate_fixed, args[:5] + (0,) + args[6:])
+            return resolved[2](*args)
         return advance
 
     def _recover(self, status, failed: int, last_failure: int) -> int:

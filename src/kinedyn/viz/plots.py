@@ -65,3 +65,32 @@ def plot_log(results, patterns, path, title: str, ylabel: str) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_step_times(times, step_us, budget_us: float, path, title: str) -> Path:
+    """Per-call step times of a step-by-step run (:mod:`kinedyn.dynamics.stepper`): against
+    simulated time, on a log scale, and their distribution, with the real-time budget (the
+    step, ``budget_us``) drawn across both."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    step_us = np.asarray(step_us, float)
+    fig, (ax, hist) = plt.subplots(1, 2, figsize=(11, 3.8), width_ratios=(3, 1), sharey=True)
+    ax.semilogy(times, step_us, ".", ms=2, alpha=0.6, label="one step() call")
+    for axis in (ax, hist):
+        axis.axhline(budget_us, color="C3", lw=1.2, label=f"budget: dt = {budget_us:g} us")
+        axis.axhline(float(np.median(step_us)), color="C2", lw=1, ls="--", label="median")
+        axis.grid(True, which="both", alpha=0.3)
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("wall time per step (us)")
+    ax.legend(fontsize=8, loc="upper right")
+    low, high = max(step_us.min(), 1e-3), max(step_us.max(), budget_us)
+    hist.hist(step_us, bins=np.geomspace(low, high * 1.01, 60), orientation="horizontal",
+              color="C0")
+    hist.set_xlabel("calls")
+    fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
