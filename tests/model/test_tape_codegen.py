@@ -251,8 +251,8 @@ def test_inputs_are_read_at_each_call_by_code_and_interpreter():
         assert np.array_equal(coded, interpreted)
         assert np.array_equal(coded, np.stack([table.evaluate(x) for x in TIMES]))  # the tapes'
         s, c = np.sin(TIMES), np.cos(TIMES)
-        assert np.allclose(coded[:, 0], np.stack([3 * a * s + b, a ** 2 + 0 * s,
+        assert np.allclose(coded[:, :, 0], np.stack([3 * a * s + b, a ** 2 + 0 * s,
                                                   -0.5 * b + 0 * s], axis=1), rtol=1e-15)
-        assert np.allclose(coded[:, 1], np.stack([3 * a * c, 0 * s, 0 * s], axis=1), rtol=1e-15)
-        assert np.allclose(coded[:, 2], np.stack([-3 * a * s, 0 * s, 0 * s], axis=1), rtol=1e-15)
+        assert np.allclose(coded[:, :, 1], np.stack([3 * a * c, 0 * s, 0 * s], axis=1), rtol=1e-15)
+        assert np.allclose(coded[:, :, 2], np.stack([-3 * a * s, 0 * s, 0 * s], axis=1), rtol=1e-15)
     assert table.inputs[0] == 3.0  # the generation: made, then set twice

@@ -119,6 +119,9 @@ def _header(ctx) -> str:
         lines.append(s.description)
     if m.parameters:
         lines.append("parameters: " + ", ".join(f"{k} = {v:g}" for k, v in m.parameters.items()))
+    if m.input_names:
+        lines.append("inputs (set while a run steps; read by its forces): "
+                     + ", ".join(f"{k} = {v:g}" for k, v in m.inputs.items()))
     return "\n".join(lines)
 
 

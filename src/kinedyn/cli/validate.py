@@ -42,5 +42,7 @@ def run(args) -> int:
             continue
         print(f"ok: {spec} ({model.name}: {'planar' if model.dim == 2 else 'spatial'}, "
               f"{model.n_body - 1} bodies, {model.n_joint} joints, {model.n_driver} drivers, "
-              f"{len(model.function_text)} functions of time)", flush=True)
+              f"{len(model.function_text)} functions of time"
+              + (f", inputs {', '.join(model.input_names)}" if model.input_names else "")
+              + ")", flush=True)
     return 1 if failed else 0

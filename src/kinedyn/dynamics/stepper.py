@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from ..errors import ModelError, check_number
+from ..errors import ModelError, UnknownNameError, check_number
 from ..model.compiled import functions_defined, undefined
 from . import integrators as I
 
@@ -94,6 +94,17 @@ class Stepper:
     @property
     def qd(self) -> np.ndarray:
         return self._row[1, self.dyn.f.n_q:].copy()
+
+    def observe(self, *names: str) -> dict[str, float]:
+        """Channels of the current state by name, as a run's results name them
+        (``joint.pin.angle``, ``point.coupler.C.x_d``, ``body.platform.z``; all of them without
+        names). Accelerations (``_dd``) are not known between steps: NaN."""
+        f = self.dyn.f
+        obs = f.observables(self.q[None], self.qd[None], np.full((1, f.n_q), np.nan))
+        unknown = [n for n in names if n not in obs]
+        if unknown:
+            raise UnknownNameError("channel", unknown[0], obs)
+        return {n: float(obs[n][0]) for n in (names or obs)}
 
     def set_inputs(self, values: dict | None = None, /, **named) -> None:
         """Set the model's inputs for the next steps (:meth:`CompiledModel.set_inputs
