@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
+from .._jit import entry_point
 from ..errors import ModelError, check_flag
 
 #: symbolic coordinates per model name (options of :class:`~kinedyn.symbolic.embedded.EmbeddedDynamics`)
@@ -137,6 +138,7 @@ class EmbeddedMethod:
         self.ind = np.asarray(sys_.independent, np.int64)
         self.ws, self.W = self.mod.workspace(), self.mod.dep_workspace()
         self.scratch = np.zeros((11, max(2 * len(self.ind), sys_.n_q)))
+        self._run_recorded = None  # its compiled overload, resolved at the next run
 
     # ---- the natural map (symbolic, generated into the embedded module) ------------------------
     def _outputs(self, eqs, qd_sym, q0):
@@ -200,10 +202,13 @@ class EmbeddedMethod:
         first, retried = 0, -1
         self.good_time = None
         while True:
-            st, k = self.mod.run_recorded(self.code, self.mode, y, self.q, self.qd, t0, dt, first,
-                                          n_steps, record_every, out, self.tol, self.max_iter,
-                                          self.limit, self.max_residual, self.ws, self.W,
-                                          self.scratch)
+            args = (self.code, self.mode, y, self.q, self.qd, float(t0), float(dt), int(first),
+                    int(n_steps), int(record_every), out, float(self.tol), int(self.max_iter),
+                    float(self.limit), float(self.max_residual), self.ws, self.W, self.scratch)
+            if self._run_recorded is None:  # (a step-by-step run calls it once per step)
+                self._run_recorded = entry_point(self.mod.run_recorded,
+                                                 args[:7] + (0, 0) + args[9:])
+            st, k = self._run_recorded(*args)
             if st == 1 and k > first:
                 self.good_time = t0 + (k - 1) * dt
             if st == 0 or not self.repartition or (st == 1 and (k <= first or k <= retried)):

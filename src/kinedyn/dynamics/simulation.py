@@ -511,8 +511,8 @@ class Dynamics:
         resolved = [None, None, None]  # the system and work it was resolved for, the function
 
         def advance(y, t_start, count, rec, every):
-            args = (self.system, self.sys_work, y, t_start, dt, count, self.integrator_code,
-                    self.n_pos, second_order, every, rec, scratch)
+            args = (self.system, self.sys_work, y, float(t_start), dt, int(count),
+                    self.integrator_code, int(self.n_pos), second_order, int(every), rec, scratch)
             if resolved[0] is not self.system or resolved[1] is not self.sys_work:
                 # (again after a re-analysis): one call made by the dispatcher, with zero steps
                 resolved[:] = self.system, self.sys_work, entry_point(

@@ -17,11 +17,14 @@ set between steps k and k + 1 acts from t_k on, through every stage of the step.
 from __future__ import annotations
 
 import collections
+import contextlib
 import time
 
 import numpy as np
 
+from .._jit import entry_point
 from ..errors import ModelError, UnknownNameError, check_number
+from ..kinematics.analysis import blas_threads
 from ..model.compiled import functions_defined, undefined
 from . import integrators as I
 
@@ -66,8 +69,12 @@ class Stepper:
         self._last_failure = -1
         self._start_wall = None
         self._calls.clear()
+        # one BLAS thread for the dense LAPACK calls of a step, as simulate (20 us to set and
+        # restore: only for the methods that make them)
+        self._lapack = (lambda: blas_threads(1)) if (
+            dyn.method == "index3" or dyn.solver_name == "dense") else contextlib.nullcontext
         if dyn.method == "index3":
-            self._advance = self._hht_advance
+            self._advance, self._hht = self._hht_advance, None
         else:
             advance = dyn._advancer(self.dt)
             self._advance = lambda t, count: advance(dyn.y, t, count, self._row, count)
@@ -77,7 +84,10 @@ class Stepper:
     def _hht_advance(self, t, count):
         from .implicit import hht_run
         h = self.dyn.hht
-        st, k = hht_run(h.data, h.work, h.q, h.qd, t, self.dt, count, max(count, 1), self._row)
+        args = (h.data, h.work, h.q, h.qd, t, self.dt, count, max(count, 1), self._row)
+        if self._hht is None or self._hht[0] is not h:  # its overload, once per HHT object
+            self._hht = h, entry_point(hht_run, args[:6] + (0, 1, self._row))
+        st, k = self._hht[1](*args)
         if st == 0 and count:
             self._row[1] = np.concatenate([h.q, h.qd])
         return st, k
@@ -126,7 +136,7 @@ class Stepper:
             t_start = dyn.t0 + start * self.dt
             stages = lambda: I.stage_times(t_start, self.dt, count)  # noqa: E731 (failures)
             before = time.perf_counter()
-            with functions_defined(dyn.model, stages):
+            with self._lapack(), functions_defined(dyn.model, stages):
                 st, k = self._advance(t_start, count)
             wall += time.perf_counter() - before
             if st != 0:
