@@ -17,8 +17,8 @@ set between steps k and k + 1 acts from t_k on, through every stage of the step.
 from __future__ import annotations
 
 import collections
-import contextlib
 import time
+import weakref
 
 import numpy as np
 
@@ -26,6 +26,7 @@ from .._jit import entry_point
 from ..errors import ModelError, UnknownNameError, check_number
 from ..kinematics.analysis import blas_threads
 from ..model.compiled import functions_defined, undefined
+from .implicit import hht_run
 from . import integrators as I
 
 #: how many of the latest calls :meth:`Stepper.timing` summarises
@@ -52,6 +53,7 @@ class Stepper:
             raise ModelError("the 'reference' integrator is adaptive and has no fixed step to "
                              "advance by: step with 'rk4', 'euler' or 'semi-implicit-euler'")
         self.dyn, self.dt, self.realtime = dyn, float(dt), bool(realtime)
+        self._blas = None
         self._calls = collections.deque(maxlen=TIMED_CALLS)
         self.reset()
 
@@ -69,10 +71,8 @@ class Stepper:
         self._last_failure = -1
         self._start_wall = None
         self._calls.clear()
-        # one BLAS thread for the dense LAPACK calls of a step, as simulate (20 us to set and
-        # restore: only for the methods that make them)
-        self._lapack = (lambda: blas_threads(1)) if (
-            dyn.method == "index3" or dyn.solver_name == "dense") else contextlib.nullcontext
+        if dyn.method == "index3" or dyn.solver_name == "dense":
+            self._one_blas_thread()
         if dyn.method == "index3":
             self._advance, self._hht = self._hht_advance, None
         else:
@@ -81,16 +81,36 @@ class Stepper:
         with functions_defined(dyn.model, (dyn.t0,)):
             self._advance(dyn.t0, 0)  # load (or compile) the run kernel now, not in a step
 
+    def _one_blas_thread(self) -> None:
+        """One BLAS thread for the dense LAPACK calls of the steps, as inside ``simulate``
+        (two threads spinning against a loaded machine made them many times slower, and they
+        round differently), held until :meth:`close`: setting and restoring it takes 20 us,
+        more than many steps."""
+        if self._blas is None:
+            limit = blas_threads(1)
+            self._blas = weakref.finalize(self, limit.restore_original_limits)
+
+    def close(self) -> None:
+        """Give the BLAS threads back (a stepper of a method that calls LAPACK holds them to
+        one while it is open; also on garbage collection, or at the end of a ``with``
+        block)."""
+        if self._blas is not None:
+            self._blas()
+            self._blas = None
+
+    def __enter__(self) -> "Stepper":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def _hht_advance(self, t, count):
-        from .implicit import hht_run
+        """``count`` HHT steps from ``t``, the end state recorded in ``_row[1]``."""
         h = self.dyn.hht
         args = (h.data, h.work, h.q, h.qd, t, self.dt, count, max(count, 1), self._row)
         if self._hht is None or self._hht[0] is not h:  # its overload, once per HHT object
             self._hht = h, entry_point(hht_run, args[:6] + (0, 1, self._row))
-        st, k = self._hht[1](*args)
-        if st == 0 and count:
-            self._row[1] = np.concatenate([h.q, h.qd])
-        return st, k
+        return self._hht[1](*args)
 
     @property
     def t(self) -> float:
@@ -136,7 +156,7 @@ class Stepper:
             t_start = dyn.t0 + start * self.dt
             stages = lambda: I.stage_times(t_start, self.dt, count)  # noqa: E731 (failures)
             before = time.perf_counter()
-            with self._lapack(), functions_defined(dyn.model, stages):
+            with functions_defined(dyn.model, stages):
                 st, k = self._advance(t_start, count)
             wall += time.perf_counter() - before
             if st != 0:
@@ -150,7 +170,8 @@ class Stepper:
                 continue
             done = n
         self.steps += n
-        if not np.isfinite(self._row[1].sum()):  # (a NaN or infinity anywhere)
+        end = self._row[1]
+        if not np.isfinite(end.dot(end)):  # (a NaN or infinity anywhere)
             self._require_defined(self.t - n * self.dt, n)
             raise I.diverged(dyn.integrator_run, self.dt, self.t,
                              f" (within the {n} step(s) from t = {self.t - n * self.dt:.6g} s)")
