@@ -271,3 +271,19 @@ def test_the_leg_control_example_extends_every_leg():
     assert np.abs(extension[:20]).max() < 2e-3  # it starts at rest, held
     from kinedyn.kinematics.assembly import constraint_values
     assert np.abs(constraint_values(st.dyn.f, st.q, st.t)).max() < 1e-10
+
+
+def test_a_stepper_of_an_lapack_method_holds_one_blas_thread_until_closed():
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+    before = blas_threads()
+    with Dynamics(pendulum().compile(), method="index3").stepper(1e-3) as st:
+        st.step(3)
+        assert set(blas_threads()) <= {1}
+    assert blas_threads() == before
+    st.close()  # (again: nothing to give back)
+    projection = Dynamics(pendulum().compile(), method="projection").stepper(1e-3)
+    assert blas_threads() == before
+    projection.close()
