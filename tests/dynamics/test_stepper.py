@@ -171,6 +171,15 @@ forces:
     again = kinedyn.load(tmp_path / "again.yaml")
     assert [(u.name, u.value, u.description) for u in again.inputs] == [
         ("torque", "0.25*arm", "motor torque"), ("push", 0.0, None)]
+    for bad, where in (("- {name: push}", "- {name: push, gain: 2}"),
+                       ("- {name: push}", "- {name: push, description: 3}"),
+                       ("- {name: push}", "- {value: 2}")):
+        path.write_text(text.replace(*(bad, where)))
+        with pytest.raises(ModelError, match=r"pendulum.yaml: inputs\[1\]"):
+            kinedyn.load(path)
+    path.write_text(text.replace("name: push}", "name: 2push}"))
+    with pytest.raises(ModelError, match=r"inputs\[1\].name: input name '2push' is not a valid"):
+        kinedyn.load(path).compile()
 
 
 @pytest.mark.parametrize("change, message", [

@@ -170,9 +170,9 @@ def _named_values(value, key: str, cls):
         if extra:
             raise ModelError(f"unknown key {sorted(map(str, extra))[0]!r}; allowed: name, value, "
                              "description", location=loc)
-        for key in ("name", "description"):
-            if p.get(key) is not None and not isinstance(p[key], str):
-                raise ModelError(f"{key} must be a string", location=f"{loc}.{key}")
+        for field in ("name", "description"):
+            if p.get(field) is not None and not isinstance(p[field], str):
+                raise ModelError(f"{field} must be a string", location=f"{loc}.{field}")
         if "name" not in p or (cls is Parameter and "value" not in p):
             raise ModelError("a parameter needs name and value" if cls is Parameter else
                              "an input needs a name", location=loc)

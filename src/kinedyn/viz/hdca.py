@@ -6,15 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .plots import _figure
-
-
-def _save(plt, fig, path) -> Path:
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+from .plots import _figure, _save
 
 
 def paper_figures(res, out_dir, reference: dict | None = None, label: str = "reference",

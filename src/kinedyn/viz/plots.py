@@ -8,10 +8,24 @@ import numpy as np
 from ..errors import ModelError
 
 
-def _figure(n_axes: int):
+def _pyplot():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    return plt
+
+
+def _save(plt, fig, path) -> Path:
+    """Lay out, write (PNG, 110 dpi) and close ``fig``; its path."""
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _figure(n_axes: int):
+    plt = _pyplot()
     fig, axes = plt.subplots(n_axes, 1, figsize=(8, 2.2 + 1.8 * n_axes), sharex=True,
                              squeeze=False)
     return plt, fig, axes[:, 0]
@@ -40,11 +54,7 @@ def plot_channels(results, patterns, path, title: str | None = None, *,
         ax.legend(fontsize=7, loc="best")
     axes[-1].set_xlabel("time (s)")
     fig.suptitle(title or results.summary.get("model", ""))
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def plot_log(results, patterns, path, title: str, ylabel: str) -> Path:
@@ -60,20 +70,14 @@ def plot_log(results, patterns, path, title: str, ylabel: str) -> Path:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title(title)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def plot_step_times(times, step_us, budget_us: float, path, title: str) -> Path:
     """Per-call step times of a step-by-step run (:mod:`kinedyn.dynamics.stepper`): against
     simulated time, on a log scale, and their distribution, with the real-time budget (the
     step, ``budget_us``) drawn across both."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
     step_us = np.asarray(step_us, float)
     fig, (ax, hist) = plt.subplots(1, 2, figsize=(11, 3.8), width_ratios=(3, 1), sharey=True)
     ax.semilogy(times, step_us, ".", ms=2, alpha=0.6, label="one step() call")
@@ -89,8 +93,4 @@ def plot_step_times(times, step_us, budget_us: float, path, title: str) -> Path:
               color="C0")
     hist.set_xlabel("calls")
     fig.suptitle(title)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
