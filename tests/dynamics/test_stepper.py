@@ -52,6 +52,11 @@ def test_steps_equal_simulate_bit_for_bit(method, integrator):
     assert timing["calls"] == 1 and timing["median_us"] > 0 and timing["dt_us"] == 1000.0
     again = dyn.simulate(t_end=0.1, dt=1e-3)  # a later run starts from the initial state too
     assert np.array_equal(again.q, res.q)
+    with pytest.raises(ModelError, match="started again by a later simulate"):
+        st.step()  # its state is gone: not silently continued from the other run's
+    st.reset()
+    st.step(5)
+    assert np.array_equal(st.q, res.q[5])
 
 
 def test_an_input_acts_as_the_value_written_in_the_model():

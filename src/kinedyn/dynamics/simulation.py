@@ -230,6 +230,7 @@ class Dynamics:
             self._require_regular_mass(q)
         self._build(q, self.qd_initial, t0)
         self._ran = False   # a run advances the state and may rebuild the system (see simulate)
+        self.stepping = None  # the Stepper whose run the state is (stepper)
         self._initial = self._keep()
 
     # ---- construction ----------------------------------------------------------------------
@@ -437,7 +438,7 @@ class Dynamics:
         require_positive_distances(self.model, lambda: self.t0 + dt * np.arange(n_steps + 1))
         if self._ran:
             self._initial_state()
-        self._ran, self._dt = True, dt
+        self._ran, self._dt, self.stepping = True, dt, None
         n_rec = n_steps // record_every + 1
         out = resident_zeros((n_rec, 2 * self.f.n_q))  # mapped before the timed run
         self.reanalyses = 0

@@ -63,7 +63,7 @@ class Stepper:
         dyn = self.dyn
         if dyn._ran:
             dyn._initial_state()
-        dyn._ran, dyn._dt, dyn.reanalyses = True, self.dt, 0
+        dyn._ran, dyn._dt, dyn.reanalyses, dyn.stepping = True, self.dt, 0, self
         n = dyn.f.n_q
         self._row = np.empty((2, 2 * n))
         self._row[1, :n], self._row[1, n:] = dyn.q_initial, dyn.qd_initial
@@ -77,7 +77,7 @@ class Stepper:
             self._advance, self._hht = self._hht_advance, None
         else:
             advance = dyn._advancer(self.dt)
-            self._advance = lambda t, count: advance(dyn.y, t, count, self._row, count)
+            self._advance = lambda t, count: advance(dyn.y, t, count, self._row, max(count, 1))
         with functions_defined(dyn.model, (dyn.t0,)):
             self._advance(dyn.t0, 0)  # load (or compile) the run kernel now, not in a step
 
@@ -148,6 +148,10 @@ class Stepper:
         if n != 1:
             check_number("n", n, 1, whole=True)
         dyn, n = self.dyn, int(n)
+        if dyn.stepping is not self:
+            raise ModelError("this stepper's run was started again by a later simulate() or "
+                             "stepper() of the same Dynamics: call reset() to start it again "
+                             "from the initial state, or make a stepper per run")
         if self.realtime and self._start_wall is None:  # the clock starts with the first step
             self._start_wall = time.perf_counter() - (self.t - dyn.t0)
         done, wall = 0, 0.0
