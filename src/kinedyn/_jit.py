@@ -162,14 +162,14 @@ def overload_inlined(func, jit_options=None):
 
 
 def entry_point(dispatcher, args):
-    """The compiled overload of Numba ``dispatcher`` for the types of ``args`` (compiled or
-    loaded first by one call), as a function called without the dispatcher's type
-    resolution; the dispatcher itself where that overload is not found. Numba resolves the
+    """The compiled overload of Numba ``dispatcher`` for the types of ``args``, as a function
+    called without the dispatcher's type resolution; the dispatcher itself where that overload
+    is not found. Look it up after a call with those arguments (which compiled or loaded it):
+    this makes no call of its own, so nothing is computed or written twice. Numba resolves the
     types of tuple arguments in Python at every call: a dynamics run's system and work (named
     tuples of dozens of arrays) took 35 of a four-bar step call's 50 us. The caller must pass
     arguments of exactly those types (the same objects, or arrays of the same dtype, rank and
     layout), since the entry point unboxes them as its signature says."""
-    dispatcher(*args)
     signature = tuple(dispatcher.typeof_pyval(a) for a in args)
     compiled = dispatcher.overloads.get(signature)
     return dispatcher if compiled is None else compiled.entry_point

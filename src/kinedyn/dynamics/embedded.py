@@ -205,10 +205,11 @@ class EmbeddedMethod:
             args = (self.code, self.mode, y, self.q, self.qd, float(t0), float(dt), int(first),
                     int(n_steps), int(record_every), out, float(self.tol), int(self.max_iter),
                     float(self.limit), float(self.max_residual), self.ws, self.W, self.scratch)
-            if self._run_recorded is None:  # (a step-by-step run calls it once per step)
-                self._run_recorded = entry_point(self.mod.run_recorded,
-                                                 args[:7] + (0, 0) + args[9:])
-            st, k = self._run_recorded(*args)
+            if self._run_recorded is None:  # by the dispatcher, then its overload directly
+                st, k = self.mod.run_recorded(*args)  # (a stepper calls it once per step)
+                self._run_recorded = entry_point(self.mod.run_recorded, args)
+            else:
+                st, k = self._run_recorded(*args)
             if st == 1 and k > first:
                 self.good_time = t0 + (k - 1) * dt
             if st == 0 or not self.repartition or (st == 1 and (k <= first or k <= retried)):

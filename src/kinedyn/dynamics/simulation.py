@@ -515,9 +515,10 @@ class Dynamics:
             args = (self.system, self.sys_work, y, float(t_start), dt, int(count),
                     self.integrator_code, int(self.n_pos), second_order, int(every), rec, scratch)
             if resolved[0] is not self.system or resolved[1] is not self.sys_work:
-                # (again after a re-analysis): one call made by the dispatcher, with zero steps
-                resolved[:] = self.system, self.sys_work, entry_point(
-                    I.integrate_fixed, args[:5] + (0,) + args[6:])
+                # (again after a re-analysis): this call by the dispatcher, the next ones not
+                result = I.integrate_fixed(*args)
+                resolved[:] = self.system, self.sys_work, entry_point(I.integrate_fixed, args)
+                return result
             return resolved[2](*args)
         return advance
 

@@ -108,8 +108,10 @@ class Stepper:
         """``count`` HHT steps from ``t``, the end state recorded in ``_row[1]``."""
         h = self.dyn.hht
         args = (h.data, h.work, h.q, h.qd, t, self.dt, count, max(count, 1), self._row)
-        if self._hht is None or self._hht[0] is not h:  # its overload, once per HHT object
-            self._hht = h, entry_point(hht_run, args[:6] + (0, 1, self._row))
+        if self._hht is None or self._hht[0] is not h:  # by the dispatcher, then directly
+            result = hht_run(*args)
+            self._hht = h, entry_point(hht_run, args)
+            return result
         return self._hht[1](*args)
 
     @property
