@@ -132,10 +132,11 @@ class Stepper:
         (``joint.pin.angle``, ``point.coupler.C.x_d``, ``body.platform.z``; all of them without
         names). Accelerations (``_dd``) are not known between steps: NaN."""
         f = self.dyn.f
-        obs = f.observables(self.q[None], self.qd[None], np.full((1, f.n_q), np.nan))
+        state = self.q[None], self.qd[None], np.full((1, f.n_q), np.nan)
+        obs = f.observables(*state, names=names or None)  # only what is named
         unknown = [n for n in names if n not in obs]
         if unknown:
-            raise UnknownNameError("channel", unknown[0], obs)
+            raise UnknownNameError("channel", unknown[0], f.observables(*state))
         return {n: float(obs[n][0]) for n in (names or obs)}
 
     def set_inputs(self, values: dict | None = None, /, **named) -> None:

@@ -310,10 +310,12 @@ class Natural:
         return Q
 
     # ---- outputs -------------------------------------------------------------------------------
-    def observables(self, Q: np.ndarray, QD: np.ndarray, QDD: np.ndarray) -> dict:
-        """Named channels of whole trajectories (see :mod:`.observables`)."""
+    def observables(self, Q: np.ndarray, QD: np.ndarray, QDD: np.ndarray, names=None) -> dict:
+        """Named channels of whole trajectories (see :mod:`.observables`; ``names``: at least
+        these)."""
         from .observables import observables
-        return observables(self, np.atleast_2d(Q), np.atleast_2d(QD), np.atleast_2d(QDD))
+        return observables(self, np.atleast_2d(Q), np.atleast_2d(QD), np.atleast_2d(QDD),
+                           names)
 
     def body_positions(self, q: np.ndarray) -> np.ndarray:
         """World positions of the body frames' origins (n_body, d)."""
