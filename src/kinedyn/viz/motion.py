@@ -117,7 +117,7 @@ def _centre_of_mass(channels, model, body: str, dim: int):
     angles and the ``model``'s local centre of mass; None without a model or the channels."""
     if model is None or body not in model.body_name or body == GROUND:
         return None
-    local = np.asarray(model.body_com[model.body_name.index(body)], float)
+    local = np.array(model.body_com[model.body_name.index(body)], float)  # (SciPy: writeable)
     names = [f"body.{body}.{c}" for c in "xyz"[:dim]]
     names += [f"body.{body}.angle"] if dim == 2 else [f"body.{body}.{a}"
                                                       for a in ("yaw", "pitch", "roll")]
@@ -128,18 +128,10 @@ def _centre_of_mass(channels, model, body: str, dim: int):
         a = channels[names[2]]
         return origin + np.column_stack([np.cos(a) * local[0] - np.sin(a) * local[1],
                                          np.sin(a) * local[0] + np.cos(a) * local[1]])
-    R = _zyx(*(channels[n] for n in names[3:]))
-    return origin + R @ local
-
-
-def _zyx(yaw, pitch, roll) -> np.ndarray:
-    """R = Rz(yaw) Ry(pitch) Rx(roll) for each sample (n, 3, 3): the angles the 3-D
-    observables record (yaw = atan2(R10, R00), pitch = -asin(R20), roll = atan2(R21, R22))."""
-    cy, sy, cp, sp, cr, sr = (np.cos(yaw), np.sin(yaw), np.cos(pitch), np.sin(pitch),
-                              np.cos(roll), np.sin(roll))
-    return np.stack([np.stack([cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr], -1),
-                     np.stack([sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr], -1),
-                     np.stack([-sp, cp * sr, cp * cr], -1)], axis=-2)
+    # the recorded angles are intrinsic Z-Y-X: R = Rz(yaw) Ry(pitch) Rx(roll) per sample
+    from scipy.spatial.transform import Rotation
+    R = Rotation.from_euler("ZYX", np.column_stack([channels[n] for n in names[3:]]))
+    return origin + R.apply(local)
 
 
 def _frame_indices(n: int, frames: int) -> np.ndarray:
