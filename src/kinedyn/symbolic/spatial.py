@@ -37,8 +37,8 @@ from ..model.compiled import (DRIVER_CODE, FRAME_CODE, JOINT_CODE, CompiledModel
                               compiled_model)
 from ..model.rotations import euler_to_matrix, matrix_to_euler
 from ..model import tape as _tape
-from .equations import (T, BodyPoints, require_generated_loads, ConstraintSystem, Coordinate, _num, _vec, assemble,
-                        grow_tree)
+from .equations import (assemble, BodyPoints, ConstraintSystem, Coordinate, grow_tree, _num,
+                        require_generated_loads, T, _vec)
 
 SEQUENCE = "ZYX"   # absolute bodies and tree spherical joints: the thesis's 3-2-1 angles
 
