@@ -1,0 +1,148 @@
+"""``sweep()``: a design study of one model, its cases run in this process or on Dask workers."""
+from __future__ import annotations
+
+import logging
+import time
+from contextlib import contextmanager
+
+from ..errors import KinedynError, ModelError
+from ..progress import reporting
+from .cases import make_cases
+from .metrics import parse_metrics
+from .results import SweepResults
+from .runner import Study, batches, check_study, default_workers, run_batch, run_case
+
+
+def sweep(system, *, metrics, vary=None, sample=None, samples: int | None = None,
+          seed: int = 0, lhs: bool = False, analysis: str = "dynamics", t_end: float = 1.0,
+          dt: float = 1e-3, record_every: int = 1, parameters=None, inputs=None, options=None,
+          workers: int | None = None, scheduler=None, progress=None) -> SweepResults:
+    """Run ``system`` once per case of a design study and reduce each run to ``metrics``.
+
+    ``system``: a :class:`~kinedyn.model.System` (a built-in model from
+    :func:`kinedyn.models.get`, a file from :func:`kinedyn.load`), compiled again per case
+    with the case's parameters.
+
+    Cases (:func:`~kinedyn.sweep.cases.make_cases`): ``vary`` maps parameter or input names to
+    values (their Cartesian product: a grid), ``sample`` maps them to distributions
+    (``"normal(mean, std)"``, ``"uniform(low, high)"``, ``"triangular(low, mode, high)"``) of
+    which ``samples`` cases are drawn with ``seed`` (by a Latin hypercube with ``lhs``).
+
+    ``metrics``: name -> ``"REDUCTION(CHANNEL)"`` (:data:`~kinedyn.sweep.metrics.REDUCTIONS`:
+    ``max``, ``min``, ``absmax``, ``range``, ``mean``, ``rms``, ``std``, ``initial``,
+    ``final``) or a callable ``f(results) -> float``.
+
+    The run: ``analysis`` ``"kinematics"`` (a fully driven model) or ``"dynamics"``, from 0 to
+    ``t_end`` with step ``dt``; ``options`` are the keywords of
+    :class:`~kinedyn.kinematics.Kinematics` or :class:`~kinedyn.dynamics.Dynamics`
+    (``method``, ``integrator``, ``solver`` ...); ``parameters`` and ``inputs`` set the
+    model's parameters and inputs that are not varied.
+
+    Where: ``scheduler=None`` starts a local Dask cluster of ``workers`` processes (default:
+    one per core), ``"serial"`` runs in this process, an address (``"tcp://host:8786"``) or a
+    ``distributed.Client`` uses that cluster. One worker, or one case, runs in this process.
+    A script that starts local workers must guard its top level with ``if __name__ ==
+    "__main__":`` (each worker imports it).
+
+    A case that fails (its design does not assemble, its run diverges) is recorded with its
+    error and the study goes on; a failure of the study's own settings (a metric's unknown
+    channel, a method the model cannot use) stops it at the first case. ``progress``: True
+    for a progress bar, or a callable ``progress(done, total)``.
+    """
+    from ..model.system import System
+    if not isinstance(system, System):
+        raise TypeError(f"sweep() takes a kinedyn System (kinedyn.models.get, kinedyn.load), "
+                        f"got {type(system).__name__}")
+    cases = make_cases(system, vary, sample, samples, seed, lhs)
+    fixed = set(parameters or {}) | set(inputs or {})
+    if fixed & set(cases.names):
+        raise ModelError(f"{', '.join(sorted(fixed & set(cases.names)))}: both varied and fixed "
+                         "(parameters/inputs); give each name one role")
+    study = Study(system, cases, parse_metrics(metrics), analysis, dict(options or {}),
+                  t_end, dt, record_every, dict(inputs or {}), dict(parameters or {}))
+    check_study(study)
+    # the fixed parameters and inputs checked here, not once per case
+    system.compile(study.parameters).set_inputs(study.inputs)
+    workers = _workers(workers, len(cases))
+    start = time.perf_counter()
+    with reporting(progress, f"{system.name}: {len(cases)} cases") as update:
+        if scheduler == "serial" or (scheduler is None and workers == 1):
+            outcomes, where = _serial(study, update), "serial (this process)"
+        else:
+            outcomes, where = _distributed(study, scheduler, workers, update)
+    return SweepResults(study, outcomes, time.perf_counter() - start, where)
+
+
+def _workers(workers, n_cases: int) -> int:
+    if workers is None:
+        return max(1, min(default_workers(), n_cases))
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ModelError(f"workers must be a whole number >= 1, got {workers!r}")
+    return min(workers, n_cases)
+
+
+def _serial(study: Study, update) -> list:
+    outcomes = []
+    for i in range(len(study.cases)):
+        outcomes.append(_checked(run_case(study, i), outcomes))
+        if update:
+            update(i + 1, len(study.cases))
+    return outcomes
+
+
+def _distributed(study: Study, scheduler, workers: int, update):
+    from distributed import as_completed
+    with _client(scheduler, workers) as (client, where):
+        shared = client.scatter(study, broadcast=True)
+        tasks = [client.submit(run_batch, shared, list(b), pure=False)
+                 for b in batches(len(study.cases), len(client.nthreads()) or workers)]
+        outcomes = []
+        try:
+            for task in as_completed(tasks):
+                for outcome in task.result():
+                    outcomes.append(_checked(outcome, outcomes))
+                if update:
+                    update(len(outcomes), len(study.cases))
+        finally:
+            client.cancel(tasks)
+    return sorted(outcomes, key=lambda o: o.index), where
+
+
+def _checked(outcome, earlier):
+    """``outcome``, unless it is a failure of the study's settings before any case worked:
+    then the study stops with that error (every case would fail alike)."""
+    if outcome.error and outcome.study_error and not any(o.values for o in earlier):
+        raise ModelError(f"case {outcome.index} failed at its {outcome.stage}, and so would "
+                         f"every case: {outcome.error}")
+    return outcome
+
+
+@contextmanager
+def _client(scheduler, workers: int):
+    """A Dask client: of a local cluster of ``workers`` processes (None), of the scheduler at
+    an address, or the one given; yields it and a description."""
+    from distributed import Client, LocalCluster
+    if isinstance(scheduler, Client):
+        yield scheduler, f"Dask client {scheduler.scheduler.address}"
+        return
+    if scheduler is None:
+        try:
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None, silence_logs=logging.ERROR)
+        except RuntimeError as err:
+            raise KinedynError(
+                f"the local Dask workers did not start ({err}); a script that runs a study on "
+                "local workers must guard its top level with `if __name__ == \"__main__\":` "
+                "(each worker imports it), or pass scheduler='serial'") from None
+        with cluster, Client(cluster) as client:
+            yield client, f"local Dask cluster, {workers} worker processes"
+        return
+    if not isinstance(scheduler, str):
+        raise ModelError(f"scheduler is None (local workers), 'serial', an address such as "
+                         f"'tcp://host:8786' or a distributed.Client, got {scheduler!r}")
+    try:
+        client = Client(scheduler, timeout=10)
+    except OSError as err:
+        raise ModelError(f"cannot reach the Dask scheduler at {scheduler!r}: {err}") from None
+    with client:
+        yield client, f"Dask scheduler {scheduler}"
