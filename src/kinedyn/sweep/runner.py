@@ -59,11 +59,13 @@ class Outcome:
     stage: str | None
     warnings: tuple[str, ...]
     seconds: float
+    refused: bool = False       # the error is a ModelError (bad input, not failed numerics)
 
     @property
     def study_error(self) -> bool:
-        """A failure of the study's settings rather than of this case's design."""
-        return self.stage in ("set-up", "metric") and self.error.startswith("ModelError")
+        """A failure of the study's settings rather than of this case's design: input refused
+        at the analysis' set-up or by a metric."""
+        return self.refused and self.stage in ("set-up", "metric")
 
 
 def check_study(study: Study) -> None:
@@ -103,9 +105,10 @@ def run_case(study: Study, i: int) -> Outcome:
             stage = "metric"
             values, error, stage = tuple(m(results) for m in study.metrics), None, None
         except KinedynError as err:
-            values, error = None, f"{type(err).__name__}: {err}"
+            values, error = None, err
     notes = tuple(str(w.message) for w in caught if issubclass(w.category, AccuracyWarning))
-    return Outcome(i, values, error, stage, notes, time.perf_counter() - start)
+    return Outcome(i, values, error and f"{type(error).__name__}: {error}", stage, notes,
+                   time.perf_counter() - start, isinstance(error, ModelError))
 
 
 def run_batch(study: Study, indices) -> list[Outcome]:

@@ -5,6 +5,8 @@ import logging
 import time
 from contextlib import contextmanager
 
+import numpy as np
+
 from ..errors import KinedynError, ModelError
 from ..progress import reporting
 from .cases import make_cases
@@ -38,9 +40,12 @@ def sweep(system, *, metrics, vary=None, sample=None, samples: int | None = None
     (``method``, ``integrator``, ``solver`` ...); ``parameters`` and ``inputs`` set the
     model's parameters and inputs that are not varied.
 
-    Where: ``scheduler=None`` starts a local Dask cluster of ``workers`` processes (default:
-    one per core), ``"serial"`` runs in this process, an address (``"tcp://host:8786"``) or a
-    ``distributed.Client`` uses that cluster. One worker, or one case, runs in this process.
+    Where: ``scheduler="local"`` starts a local Dask cluster of ``workers`` processes
+    (default: one per core), ``"serial"`` runs in this process, an address
+    (``"tcp://host:8786"``) or a ``distributed.Client`` uses that cluster. The default, None,
+    runs the first cases here for a second and goes on here unless the rest would take more
+    than twice the few seconds a local cluster takes to start (:data:`TRIAL_S`,
+    :data:`STARTUP_S`); then on a local cluster. One worker runs in this process.
     A script that starts local workers must guard its top level with ``if __name__ ==
     "__main__":`` (each worker imports it).
 
@@ -64,13 +69,47 @@ def sweep(system, *, metrics, vary=None, sample=None, samples: int | None = None
     # the fixed parameters and inputs checked here, not once per case
     system.compile(study.parameters).set_inputs(study.inputs)
     workers = _workers(workers, len(cases))
+    _check_scheduler(scheduler)
     start = time.perf_counter()
     with reporting(progress, f"{system.name}: {len(cases)} cases") as update:
-        if scheduler == "serial" or (scheduler is None and workers == 1):
-            outcomes, where = _serial(study, update), "serial (this process)"
-        else:
-            outcomes, where = _distributed(study, scheduler, workers, update)
+        outcomes, where = [], "serial (this process)"
+        if scheduler in (None, "serial"):  # None: serially while it pays (see _pays)
+            outcomes = _serial(study, update, None if scheduler or workers == 1 else TRIAL_S)
+        rest = range(len(outcomes), len(cases))
+        if len(rest) and (scheduler not in (None, "serial") or _pays(outcomes, len(rest))):
+            done = len(outcomes)
+            more, where = _distributed(study, scheduler, workers, update, rest, outcomes)
+            outcomes += more
+            where += f" (after {done} case{'s' * (done > 1)} in this process)" if done else ""
+        elif len(rest):
+            outcomes += _serial(study, update, None, outcomes)
     return SweepResults(study, outcomes, time.perf_counter() - start, where)
+
+
+#: a study with the default scheduler runs its first cases in this process for this long (s),
+#: then goes on there unless the rest would take longer than STARTUP_S * 2 (s) serially: a
+#: local cluster takes about 3 s to start and to load the kernels into its workers here, and
+#: two workers save at most half of the rest
+TRIAL_S, STARTUP_S = 1.0, 3.0
+
+
+def _pays(outcomes, rest: int) -> bool:
+    """Whether a local cluster would finish the ``rest`` of the cases sooner than this
+    process, judged by the cases run so far (the first is left out: it loads the kernels)."""
+    seconds = [o.seconds for o in outcomes[1:]] or [o.seconds for o in outcomes]
+    return bool(seconds) and float(np.median(seconds)) * rest > 2 * STARTUP_S
+
+
+def _check_scheduler(scheduler) -> None:
+    if scheduler in (None, "serial", "local") or (isinstance(scheduler, str)
+                                                 and "://" in scheduler):
+        return
+    from distributed import Client
+    if isinstance(scheduler, Client):
+        return
+    raise ModelError(f"scheduler is None (by the cost of a case), 'local', 'serial', the "
+                     f"address of a Dask scheduler such as 'tcp://host:8786' or a "
+                     f"distributed.Client, got {scheduler!r}")
 
 
 def _workers(workers, n_cases: int) -> int:
@@ -81,22 +120,27 @@ def _workers(workers, n_cases: int) -> int:
     return min(workers, n_cases)
 
 
-def _serial(study: Study, update) -> list:
-    outcomes = []
-    for i in range(len(study.cases)):
+def _serial(study: Study, update, budget: float | None, earlier=()) -> list:
+    """Cases in this process from the first not in ``earlier``, all of them or until
+    ``budget`` seconds have passed."""
+    outcomes, start, n = list(earlier), time.perf_counter(), len(study.cases)
+    for i in range(len(outcomes), n):
         outcomes.append(_checked(run_case(study, i), outcomes))
         if update:
-            update(i + 1, len(study.cases))
-    return outcomes
+            update(i + 1, n)
+        if budget is not None and time.perf_counter() - start > budget:
+            break
+    return outcomes[len(earlier):]
 
 
-def _distributed(study: Study, scheduler, workers: int, update):
+def _distributed(study: Study, scheduler, workers: int, update, indices, earlier):
+    """The cases ``indices`` on Dask workers, after the ``earlier`` outcomes."""
     from distributed import as_completed
-    with _client(scheduler, workers) as (client, where):
+    with _client(None if scheduler == "local" else scheduler, workers) as (client, where):
         shared = client.scatter(study, broadcast=True)
-        tasks = [client.submit(run_batch, shared, list(b), pure=False)
-                 for b in batches(len(study.cases), len(client.nthreads()) or workers)]
-        outcomes = []
+        tasks = [client.submit(run_batch, shared, [indices[k] for k in b], pure=False)
+                 for b in batches(len(indices), len(client.nthreads()) or workers)]
+        outcomes = list(earlier)
         try:
             for task in as_completed(tasks):
                 for outcome in task.result():
@@ -105,7 +149,7 @@ def _distributed(study: Study, scheduler, workers: int, update):
                     update(len(outcomes), len(study.cases))
         finally:
             client.cancel(tasks)
-    return sorted(outcomes, key=lambda o: o.index), where
+    return sorted(outcomes[len(earlier):], key=lambda o: o.index), where
 
 
 def _checked(outcome, earlier):
@@ -137,12 +181,9 @@ def _client(scheduler, workers: int):
         with cluster, Client(cluster) as client:
             yield client, f"local Dask cluster, {workers} worker processes"
         return
-    if not isinstance(scheduler, str):
-        raise ModelError(f"scheduler is None (local workers), 'serial', an address such as "
-                         f"'tcp://host:8786' or a distributed.Client, got {scheduler!r}")
     try:
         client = Client(scheduler, timeout=10)
-    except OSError as err:
+    except (OSError, ValueError) as err:  # (timeouts are OSErrors)
         raise ModelError(f"cannot reach the Dask scheduler at {scheduler!r}: {err}") from None
     with client:
         yield client, f"Dask scheduler {scheduler}"
