@@ -105,3 +105,26 @@ def test_plot_command_draws_saved_results(tmp_path, capsys):
     assert "no-such-model" in capsys.readouterr().err
     assert main(["plot", str(out), "--frames", "0"]) == 2
     assert "frames must be a finite whole number of at least 1, got 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("analysis", ["kinematics", "dynamics"])
+def test_named_channels_equal_the_full_set_and_skip_the_accelerations(analysis):
+    from kinedyn.dynamics import Dynamics
+    name = "four-bar-driven" if analysis == "kinematics" else "four-bar"
+    model = kinedyn.models.get(name).compile()
+    make = (lambda: Kinematics(model)) if analysis == "kinematics" else (lambda: Dynamics(model))
+    wanted = ["body.rocker.angle_d", "point.coupler.B.x", "residual.position"]
+    if analysis == "dynamics":
+        wanted.append("energy.total")
+    lazy = make().simulate(0.3, 0.01)
+    part = lazy.named(wanted + ["no.such.channel"])
+    assert list(part) == wanted                      # what exists, in the order asked
+    if analysis == "dynamics":   # the accelerations are evaluated again only when asked for
+        assert "qdd" not in vars(lazy)
+        np.testing.assert_array_equal(lazy.named(["joint.C.angle_dd"])["joint.C.angle_dd"],
+                                      make().simulate(0.3, 0.01).channel("joint.C.angle_dd"))
+    full = make().simulate(0.3, 0.01)
+    for n in wanted:
+        np.testing.assert_array_equal(part[n], full.channel(n))
+    assert full.named(["body.rocker.angle_d"])["body.rocker.angle_d"] is full.channels[
+        "body.rocker.angle_d"]                        # computed already: the same arrays

@@ -147,7 +147,7 @@ class HDCAResults(Results):
         super().__init__(times, None, summary)
         self.h = h
 
-    def _compute_channels(self) -> dict:
+    def _compute_channels(self, names=None) -> dict:  # (all of them)
         h = self.h
         ch = {}
         for k, name in enumerate(h.joint_names):

@@ -20,6 +20,12 @@ def channel_names(f) -> list[str]:
             + ["residual.position", "residual.velocity"])
 
 
+def is_acceleration(channel: str) -> bool:
+    """Whether a channel of the natural observables is an acceleration (``x_dd``, a 3-D
+    body's ``alpha_x``)."""
+    return channel.endswith("_dd") or ".alpha_" in channel
+
+
 def _conserves_energy(f) -> bool:
     """True for a model whose total energy (kinetic, gravity, springs) is constant: no
     drivers, dampers, applied forces, actuators or user forces."""
@@ -116,8 +122,11 @@ class DynamicResults(Results):
             k += 1
         return out[:, self.q.shape[1]:]
 
-    def _compute_channels(self) -> dict:
-        ch = self.dyn.f.observables(self.q, self.qd, self.qdd)
+    def _compute_channels(self, names=None) -> dict:
+        # the accelerations are evaluated again at every recorded state: only when asked for
+        qdd = self.qdd if names is None or any(map(is_acceleration, names)) else \
+            np.full_like(self.q, np.nan)
+        ch = self.dyn.f.observables(self.q, self.qd, qdd, names=names)
         for k, v in self.energy.items():
             ch[f"energy.{k}"] = v
         ch["residual.position"] = self.residuals[:, 0]

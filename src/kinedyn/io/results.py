@@ -25,7 +25,9 @@ class Results:
         self._channels = channels
         self.summary = dict(summary or {})
 
-    def _compute_channels(self) -> dict:
+    def _compute_channels(self, names=None) -> dict:
+        """Every channel, or at least the channels ``names`` that exist (subclasses that
+        compute channels lazily)."""
         return {}
 
     @property
@@ -33,6 +35,14 @@ class Results:
         if self._channels is None:
             self._channels = self._compute_channels()
         return self._channels
+
+    def named(self, names) -> dict[str, np.ndarray]:
+        """The channels ``names`` that exist. Until every channel is computed, only these are
+        (a design study's metrics read one or two channels of a run, and all of them can cost
+        more than the run: the four-bar's 1000 steps take 2.8 ms, its channels 6 ms)."""
+        names = list(names)
+        part = self._compute_channels(names) if self._channels is None else self._channels
+        return {n: part[n] for n in names if n in part}
 
     def names(self, pattern: str = "*") -> list[str]:
         return [n for n in self.channels if fnmatch.fnmatchcase(n, pattern)]

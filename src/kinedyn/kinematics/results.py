@@ -104,8 +104,8 @@ class KinematicResults(Results):
                                       "trial": tuning.trial, "candidates": tuning.rows}
         super().__init__(times, None, summary)
 
-    def _compute_channels(self) -> dict:
-        ch = self.analysis.f.observables(self.q, self.qd, self.qdd)
+    def _compute_channels(self, names=None) -> dict:
+        ch = self.analysis.f.observables(self.q, self.qd, self.qdd, names=names)
         for k, name in enumerate(RESIDUAL_CHANNELS):
             ch[name] = self.residuals[:, k]
         ch["iterations"] = self.iterations.astype(float)

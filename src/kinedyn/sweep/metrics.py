@@ -46,21 +46,30 @@ class Metric:
     channel: str | None = None
     function: object = None
 
-    def __call__(self, results) -> float:
-        """The metric of one run's results (a ModelError naming the metric when its channel
-        does not exist: every case would fail the same way)."""
+    def __call__(self, results, channels=None) -> float:
+        """The metric of one run's results (``channels``: those already computed, by name);
+        a ModelError naming the metric when its channel does not exist (every case would fail
+        the same way)."""
         if self.function is not None:
             value = self.function(results)
         else:
-            try:
-                samples = results.channel(self.channel)
-            except UnknownNameError as err:
-                raise err.at(location=f"metric {self.name!r}") from None
+            samples = (channels or {}).get(self.channel)
+            if samples is None:
+                try:
+                    samples = results.channel(self.channel)
+                except UnknownNameError as err:
+                    raise err.at(location=f"metric {self.name!r}") from None
             value = REDUCTIONS[self.reduction][1](samples)
         try:
             return float(value)
         except (TypeError, ValueError):
             raise ModelError(f"metric {self.name!r} gave {value!r}, not a number") from None
+
+
+def evaluate(metrics, results) -> tuple[float, ...]:
+    """The ``metrics`` of one run, computing only the channels they read."""
+    channels = results.named({m.channel for m in metrics if m.channel})
+    return tuple(m(results, channels) for m in metrics)
 
 
 def parse_metrics(metrics) -> tuple[Metric, ...]:

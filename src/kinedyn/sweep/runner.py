@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from ..errors import AccuracyWarning, KinedynError, ModelError
 from .cases import Cases
+from .metrics import evaluate
 
 ANALYSES = ("kinematics", "dynamics")
 
@@ -103,7 +104,7 @@ def run_case(study: Study, i: int) -> Outcome:
             extra = {"record_every": study.record_every} if study.analysis == "dynamics" else {}
             results = analysis.simulate(study.t_end, study.dt, **extra)
             stage = "metric"
-            values, error, stage = tuple(m(results) for m in study.metrics), None, None
+            values, error, stage = evaluate(study.metrics, results), None, None
         except KinedynError as err:
             values, error = None, err
     notes = tuple(str(w.message) for w in caught if issubclass(w.category, AccuracyWarning))
