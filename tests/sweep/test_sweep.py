@@ -156,6 +156,8 @@ def test_samples_follow_their_distributions_and_seeds():
     (dict(vary={"length": [1]}, sample={"length": "normal(1, 0.1)"}, samples=2), ModelError,
      "given both in 'vary' and in 'sample'"),
     (dict(vary={"length": [1]}, parameters={"length": 2}), ModelError, "both varied and fixed"),
+    (dict(vary={"length": [1]}, parameters=[("mass", 2)]), ModelError,
+     "parameters must be a mapping"),
     (dict(vary={"length": [1]}, metrics={}), ModelError, "at least one metric"),
     (dict(vary={"length": [1]}, metrics={"m": "biggest(joint.pin.angle)"}), UnknownNameError,
      "unknown reduction 'biggest'"),

@@ -132,7 +132,8 @@ def print_report(res) -> None:
     failed = s["cases"] - s["succeeded"]
     print(f"{s['model']}: {s['cases']} cases of {s['analysis']} to t = {s['t_end']:g} s, "
           f"dt {s['dt']:g} s; {s['where']}: {s['wall_time_s']:.1f} s wall, "
-          f"{s['cases_per_second']:.1f} cases/s, median case {s['case_seconds']['median']:.3g} s")
+          f"{s['cases_per_second']:.1f} cases/s, median case {s['case_seconds']['median']:.3g} s"
+          f", {s['busy_processes']:.2f} processes busy on average")
     if failed:
         kinds = ", ".join(f"{n} {k}" for k, n in s["failed"].items())
         first = next(i for i, e in enumerate(res.errors) if e)

@@ -103,6 +103,8 @@ class SweepResults:
             "case_seconds": {"total": float(seconds.sum()),
                              "median": float(np.median(seconds)) if len(seconds) else None},
             "cases_per_second": len(ok) / wall if wall > 0 else None,
+            # the cases' time over the wall time: how many processes were busy on average
+            "busy_processes": float(seconds.sum()) / wall if wall > 0 else None,
         }
 
     def _statistics(self, k: int) -> dict:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import KinedynError, ModelError
 from ..progress import reporting
-from .cases import make_cases
+from .cases import _mapping, make_cases
 from .metrics import parse_metrics
 from .results import SweepResults
 from .runner import Study, batches, check_study, default_workers, run_batch, run_case
@@ -59,12 +59,13 @@ def sweep(system, *, metrics, vary=None, sample=None, samples: int | None = None
         raise TypeError(f"sweep() takes a kinedyn System (kinedyn.models.get, kinedyn.load), "
                         f"got {type(system).__name__}")
     cases = make_cases(system, vary, sample, samples, seed, lhs)
-    fixed = set(parameters or {}) | set(inputs or {})
+    parameters, inputs = _mapping(parameters, "parameters"), _mapping(inputs, "inputs")
+    fixed = set(parameters) | set(inputs)
     if fixed & set(cases.names):
         raise ModelError(f"{', '.join(sorted(fixed & set(cases.names)))}: both varied and fixed "
                          "(parameters/inputs); give each name one role")
     study = Study(system, cases, parse_metrics(metrics), analysis, dict(options or {}),
-                  t_end, dt, record_every, dict(inputs or {}), dict(parameters or {}))
+                  t_end, dt, record_every, inputs, parameters)
     check_study(study)
     # the fixed parameters and inputs checked here, not once per case
     system.compile(study.parameters).set_inputs(study.inputs)
