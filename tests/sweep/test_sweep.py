@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
+import time
 
 import numpy as np
 import pytest
@@ -15,6 +17,7 @@ from kinedyn.cli import main
 from kinedyn.errors import ModelError, UnknownNameError
 import kinedyn.sweep.study
 from kinedyn.sweep import make_cases, sweep
+from kinedyn.sweep.runner import run_case
 
 G = 9.81
 
@@ -97,12 +100,15 @@ def test_a_local_dask_cluster_gives_the_serial_numbers(tmp_path, monkeypatch):
                      "tip": lambda r: float(np.max(r.channel("point.link.E.y")))})
     serial = sweep(rod(), scheduler="serial", **study)
     assert sweep(rod(), **study).summary["where"] == "serial (this process)"  # 12 short cases
-    # the default scheduler tries a few cases here, then goes to a local cluster when it pays
+    # the default scheduler tries a few cases here, then goes to a local cluster when it pays,
+    # going on here while the cluster starts: cases made slow here (1 s) leave some to it
     monkeypatch.setattr(kinedyn.sweep.study, "TRIAL_S", 0.0)
     monkeypatch.setattr(kinedyn.sweep.study, "STARTUP_S", 0.0)
+    monkeypatch.setattr(kinedyn.sweep.study, "run_case",
+                        lambda *a: (time.sleep(1.0), run_case(*a))[1])
     local = sweep(rod(), workers=2, **study)
-    assert local.summary["where"] == ("local Dask cluster, 2 worker processes (after 1 case in "
-                                      "this process)")
+    assert re.fullmatch(r"local Dask cluster, 2 worker processes \(after \d+ cases? in this "
+                        r"process\)", local.summary["where"])
     np.testing.assert_array_equal(local.values, serial.values)
     np.testing.assert_array_equal(local.metrics, serial.metrics)
     # common random numbers: each length meets the same three torques
@@ -237,3 +243,21 @@ def test_the_sweep_command_needs_a_metric(capsys, tmp_path):
     assert main(["sweep", "four-bar", "--vary", "crank_length=0.1", "--t-end", "1", "--dt",
                  "0.01", "--out", str(tmp_path)]) == 2
     assert "--metric: give at least one" in capsys.readouterr().err
+
+
+def test_the_sweep_benchmark_times_every_way_on_the_same_cases(monkeypatch):
+    import kinedyn.bench.sweep as bench
+    small = {k: {**v, **({"samples": 4} if "samples" in v else
+                         {"vary": {"crank_length": "0.1:0.2:2", "rod_length": [0.5, 0.6]}})}
+             for k, v in bench._studies(quick=True).items()}
+    monkeypatch.setattr(bench, "_studies", lambda quick: small)
+    report = bench.run(quick=True)
+    four_bar, crank = (report.tables[t] for t in small)
+    for rows in (four_bar, crank):
+        assert [r["way"] for r in rows] == ["serial", "local", "default"]
+        assert all(r["same_metrics"] for r in rows)       # every way: the same numbers
+        assert rows[0]["speedup_vs_serial"] == 1.0
+        assert rows[1]["where"].startswith("local Dask cluster")
+        assert rows[2]["where"] == "serial (this process)"   # 4 short cases: not worth it
+    split = report.tables["one four-bar case (ms)"][0]
+    assert 0 < split["compiled_run"] < split["whole_case"] == four_bar[0]["median_case_ms"]

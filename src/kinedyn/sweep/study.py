@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import logging
 import time
-from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 
 import numpy as np
 
@@ -75,14 +76,23 @@ def sweep(system, *, metrics, vary=None, sample=None, samples: int | None = None
     with reporting(progress, f"{system.name}: {len(cases)} cases") as update:
         outcomes, where = [], "serial (this process)"
         if scheduler in (None, "serial"):  # None: serially while it pays (see _pays)
-            outcomes = _serial(study, update, None if scheduler or workers == 1 else TRIAL_S)
-        rest = range(len(outcomes), len(cases))
-        if len(rest) and (scheduler not in (None, "serial") or _pays(outcomes, len(rest))):
-            done = len(outcomes)
-            more, where = _distributed(study, scheduler, workers, update, rest, outcomes)
-            outcomes += more
-            where += f" (after {done} case{'s' * (done > 1)} in this process)" if done else ""
-        elif len(rest):
+            trial = None if scheduler or workers == 1 else _for(TRIAL_S)
+            outcomes = _serial(study, update, trial)
+        if len(outcomes) < len(cases) and (scheduler not in (None, "serial")
+                                           or _pays(outcomes, len(cases) - len(outcomes))):
+            with ExitStack() as stack, ThreadPoolExecutor(1) as pool:
+                starting = pool.submit(_started, stack, study, scheduler, workers)
+                if scheduler is None:  # this process goes on while the workers start
+                    outcomes += _serial(study, update, starting.done, outcomes)
+                client, shared, where = starting.result()
+                done = len(outcomes)
+                if done < len(cases):
+                    outcomes += _distributed(study, client, shared, update, outcomes)
+                    where += (f" (after {done} case{'s' * (done > 1)} in this process)"
+                              if done else "")
+                else:
+                    where = "serial (this process; the cluster started too late)"
+        elif len(outcomes) < len(cases):
             outcomes += _serial(study, update, None, outcomes)
     return SweepResults(study, outcomes, time.perf_counter() - start, where)
 
@@ -90,7 +100,8 @@ def sweep(system, *, metrics, vary=None, sample=None, samples: int | None = None
 #: a study with the default scheduler runs its first cases in this process for this long (s),
 #: then goes on there unless the rest would take longer than STARTUP_S * 2 (s) serially: a
 #: local cluster takes about 3 s to start and to load the kernels into its workers here, and
-#: two workers save at most half of the rest
+#: two workers save at most half of the rest. If it pays, this process goes on with the cases
+#: while the cluster starts and its workers load the kernels.
 TRIAL_S, STARTUP_S = 1.0, 3.0
 
 
@@ -121,36 +132,55 @@ def _workers(workers, n_cases: int) -> int:
     return min(workers, n_cases)
 
 
-def _serial(study: Study, update, budget: float | None, earlier=()) -> list:
-    """Cases in this process from the first not in ``earlier``, all of them or until
-    ``budget`` seconds have passed."""
-    outcomes, start, n = list(earlier), time.perf_counter(), len(study.cases)
+def _for(seconds: float):
+    """A stop condition: true once ``seconds`` have passed from now."""
+    end = time.perf_counter() + seconds
+    return lambda: time.perf_counter() > end
+
+
+def _serial(study: Study, update, stop=None, earlier=()) -> list:
+    """Cases in this process from the first not in ``earlier``: all of them, or until
+    ``stop()`` is true after one."""
+    outcomes, n = list(earlier), len(study.cases)
     for i in range(len(outcomes), n):
         outcomes.append(_checked(run_case(study, i), outcomes))
         if update:
             update(i + 1, n)
-        if budget is not None and time.perf_counter() - start > budget:
+        if stop is not None and stop():
             break
     return outcomes[len(earlier):]
 
 
-def _distributed(study: Study, scheduler, workers: int, update, indices, earlier):
-    """The cases ``indices`` on Dask workers, after the ``earlier`` outcomes."""
+def _started(stack: ExitStack, study: Study, scheduler, workers: int):
+    """A Dask client (closed with ``stack``) with the study sent to its workers; on a local
+    cluster started for the default scheduler, each worker has also run a case, so that it
+    has loaded the compiled kernels (about 3 s here) while this process ran cases."""
+    client, where = stack.enter_context(_client(None if scheduler == "local" else scheduler,
+                                                workers))
+    shared = client.scatter(study, broadcast=True)
+    if scheduler is None:
+        warm = [client.submit(run_case, shared, 0, workers=[w], pure=False,
+                              allow_other_workers=False) for w in client.nthreads()]
+        client.gather(warm)
+    return client, shared, where
+
+
+def _distributed(study: Study, client, shared, update, earlier) -> list:
+    """The cases after the ``earlier`` outcomes, on the client's workers."""
     from distributed import as_completed
-    with _client(None if scheduler == "local" else scheduler, workers) as (client, where):
-        shared = client.scatter(study, broadcast=True)
-        tasks = [client.submit(run_batch, shared, [indices[k] for k in b], pure=False)
-                 for b in batches(len(indices), len(client.nthreads()) or workers)]
-        outcomes = list(earlier)
-        try:
-            for task in as_completed(tasks):
-                for outcome in task.result():
-                    outcomes.append(_checked(outcome, outcomes))
-                if update:
-                    update(len(outcomes), len(study.cases))
-        finally:
-            client.cancel(tasks)
-    return sorted(outcomes[len(earlier):], key=lambda o: o.index), where
+    indices = range(len(earlier), len(study.cases))
+    tasks = [client.submit(run_batch, shared, [indices[k] for k in b], pure=False)
+             for b in batches(len(indices), len(client.nthreads()))]
+    outcomes = list(earlier)
+    try:
+        for task in as_completed(tasks, loop=client.loop):
+            for outcome in task.result():
+                outcomes.append(_checked(outcome, outcomes))
+            if update:
+                update(len(outcomes), len(study.cases))
+    finally:
+        client.cancel(tasks)
+    return sorted(outcomes[len(earlier):], key=lambda o: o.index)
 
 
 def _checked(outcome, earlier):
@@ -173,18 +203,28 @@ def _client(scheduler, workers: int):
     if scheduler is None:
         try:
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=logging.ERROR)
+                                   dashboard_address=None, silence_logs=logging.CRITICAL)
         except RuntimeError as err:
             raise KinedynError(
                 f"the local Dask workers did not start ({err}); a script that runs a study on "
                 "local workers must guard its top level with `if __name__ == \"__main__\":` "
                 "(each worker imports it), or pass scheduler='serial'") from None
-        with cluster, Client(cluster) as client:
-            yield client, f"local Dask cluster, {workers} worker processes"
+        with cluster:
+            yield from _closing(Client(cluster, set_as_default=False),
+                                f"local Dask cluster, {workers} worker processes")
         return
     try:
-        client = Client(scheduler, timeout=10)
+        client = Client(scheduler, timeout=10, set_as_default=False)
     except (OSError, ValueError) as err:  # (timeouts are OSErrors)
         raise ModelError(f"cannot reach the Dask scheduler at {scheduler!r}: {err}") from None
-    with client:
-        yield client, f"Dask scheduler {scheduler}"
+    yield from _closing(client, f"Dask scheduler {scheduler}")
+
+
+def _closing(client, where: str):
+    """Yield ``(client, where)``, then close the client. Not ``with client``: that sets a
+    context variable, which must be reset in the thread that set it, and the default scheduler
+    starts its cluster in a thread of its own."""
+    try:
+        yield client, where
+    finally:
+        client.close()
