@@ -71,14 +71,18 @@ def test_torque_inputs_and_lengths_give_the_closed_form_angles():
     np.testing.assert_allclose(res.metric("rate"), tau * T / inertia, rtol=1e-9)
 
 
-def test_sampled_lengths_swing_at_the_energy_rate():
-    # released horizontal under gravity: at the bottom omega^2 = m g (L/2) / (m L^2 / 3) = 3g/L
+def test_sampled_lengths_swing_at_the_energy_rate_and_load_the_pin_with_2_5_mg():
+    # released horizontal under gravity: at the bottom omega^2 = m g (L/2) / (m L^2 / 3) = 3g/L;
+    # the pin's vertical force m g (0.25 + 2.25 sin^2 phi), phi below the horizontal, peaks
+    # there at 2.5 m g whatever the length
     res = sweep(rod(gravity=G), sample={"length": "uniform(0.5, 1.5)"}, samples=6, seed=3,
-                metrics={"peak": "absmax(joint.pin.angle_d)"}, t_end=1.0, dt=1e-3,
-                scheduler="serial")
+                metrics={"peak": "absmax(joint.pin.angle_d)",
+                         "load": "max(reaction.pin.force_y)"}, parameters={"mass": 2.0},
+                t_end=1.0, dt=1e-3, scheduler="serial")
     L = res.value("length")
     assert 0.5 <= L.min() and L.max() <= 1.5 and len(np.unique(L)) == 6
     np.testing.assert_allclose(res.metric("peak"), np.sqrt(3 * G / L), rtol=1e-5)
+    np.testing.assert_allclose(res.metric("load"), 2.5 * 2.0 * G, rtol=1e-5)
     assert res.summary["rank_correlation"]["peak"]["length"] == pytest.approx(-1.0)
 
 

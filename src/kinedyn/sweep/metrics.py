@@ -1,7 +1,8 @@
 """What a design study measures of each run: one number per metric.
 
 A metric is ``REDUCTION(CHANNEL)`` over a results channel (``range(joint.slide.displacement)``,
-``max(residual.position)``, ``final(body.platform.z)``), or, from Python, any callable
+``max(residual.position)``, ``final(body.platform.z)``, and for dynamics the joint reactions
+and actuator efforts ``absmax(reaction.pin.force_y)``, ``rms(effort.motor)``), or, from Python, any callable
 ``metric(results) -> float`` (it is sent to the workers, so it must be picklable by cloudpickle:
 a function or a lambda, not a bound method of an open file).
 """
@@ -66,9 +67,18 @@ class Metric:
             raise ModelError(f"metric {self.name!r} gave {value!r}, not a number") from None
 
 
+#: channels a dynamics run computes only when asked (``DynamicResults.reactions``)
+LOADS = ("reaction.", "effort.")
+
+
 def evaluate(metrics, results) -> tuple[float, ...]:
-    """The ``metrics`` of one run, computing only the channels they read."""
-    channels = results.named({m.channel for m in metrics if m.channel})
+    """The ``metrics`` of one run, computing only the channels they read (and the joint
+    reactions and actuator efforts, Newton-Euler, when one reads ``reaction.*`` or
+    ``effort.*``)."""
+    wanted = {m.channel for m in metrics if m.channel}
+    if any(c.startswith(LOADS) for c in wanted) and hasattr(results, "reactions"):
+        results.reactions()
+    channels = results.named(wanted)
     return tuple(m(results, channels) for m in metrics)
 
 
