@@ -17,6 +17,7 @@ import hashlib
 import os
 import struct
 import warnings
+from contextlib import contextmanager
 
 import llvmlite
 import llvmlite.binding as llvm
@@ -29,6 +30,7 @@ from numba.np.arrayobj import make_array
 from ._cache import cache_root
 
 _ENGINES: dict = {}  # key -> (engine, addresses); kept for the life of the process
+_TRANSIENT: list = []  # open transient_code() blocks: (folders, keys first compiled in them)
 HEADER = "declare double @llvm.fabs.f64(double)"
 
 
@@ -156,11 +158,38 @@ def compile_module(text: str, names: tuple, folder: str) -> np.ndarray:
     key = hashlib.sha256("\n".join([text, llvmlite.__version__, *_host(),
                                     *names]).encode()).hexdigest()
     if key not in _ENGINES:
-        loaded = _load(cache_root() / folder / f"{key[:32]}.o", text, names)
+        made = next((keys for folders, keys in reversed(_TRANSIENT) if folder in folders),
+                    None)
+        loaded = _load(cache_root() / folder / f"{key[:32]}.o", text, names,
+                       save=made is None)
         # two threads compiling the same module: the first engine stored is the one whose
         # addresses are handed out (replacing it would free code that is in use)
         _ENGINES.setdefault(key, loaded)
+        if made is not None:
+            made.add(key)
     return _ENGINES[key][1]
+
+
+@contextmanager
+def transient_code(folders=("natural", "functions")):
+    """Generated code of the cache ``folders`` that is first compiled inside the block is not
+    written to the disk cache, and is freed when the block ends.
+
+    For a design study (:mod:`kinedyn.sweep`): every case compiles the constraints and the
+    functions of time of its own geometry and parameters (the default folders, whose
+    addresses nothing else keeps), used by that case only. Kept, they grew a worker by 60 kB
+    and the disk cache by a 5-kB file per case. Code compiled before the block is untouched,
+    and code that other caches hold (sparse LU, by structure) is not in these folders.
+    Nothing built inside the block may run its code after it."""
+    made: set = set()
+    entry = (tuple(folders), made)
+    _TRANSIENT.append(entry)
+    try:
+        yield
+    finally:
+        _TRANSIENT.remove(entry)
+        for key in made:
+            _ENGINES.pop(key, None)   # the last reference to the engine: its code is freed
 
 
 def compile_or_warn(text: str, names: tuple, folder: str, subject: str):
@@ -175,16 +204,17 @@ def compile_or_warn(text: str, names: tuple, folder: str, subject: str):
         return None
 
 
-def _load(path, text: str, names: tuple):
+def _load(path, text: str, names: tuple, save: bool = True):
     """(engine, addresses) for the IR ``text``: its object code read from ``path`` or compiled
-    and saved there, then loaded into an MCJIT engine of its own."""
+    (and saved there, with ``save``), then loaded into an MCJIT engine of its own."""
     try:
         obj = path.read_bytes()
     except OSError:
         module = llvm.parse_assembly(text)
         module.verify()
         obj = _target_machine().emit_object(module)
-        _save(path, obj)
+        if save:
+            _save(path, obj)
     engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _target_machine())
     engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()

@@ -6,7 +6,7 @@ import csv
 import json
 import math
 import re
-import time
+import threading
 
 import numpy as np
 import pytest
@@ -104,14 +104,31 @@ def test_a_local_dask_cluster_gives_the_serial_numbers(tmp_path, monkeypatch):
                      "tip": lambda r: float(np.max(r.channel("point.link.E.y")))})
     serial = sweep(rod(), scheduler="serial", **study)
     assert sweep(rod(), **study).summary["where"] == "serial (this process)"  # 12 short cases
-    # the default scheduler tries a few cases here, then goes to a local cluster when it pays,
-    # going on here while the cluster starts: cases made slow here (1 s) leave some to it
+    local = sweep(rod(), workers=2, scheduler="local", **study)
+    assert local.summary["where"] == "local Dask cluster, 2 worker processes"
+    np.testing.assert_array_equal(local.metrics, serial.metrics)
+    # the default scheduler tries a case here, then (thresholds 0: it pays) starts a local
+    # cluster and goes on here meanwhile; this process's cases wait for the cluster to be up
+    # (a loaded host took more than 12 s) so that cases are left to it
+    began, ready = threading.Event(), threading.Event()
+    start_cluster = kinedyn.sweep.study._started
+
+    def started(*args):
+        began.set()
+        out = start_cluster(*args)
+        ready.set()
+        return out
+
+    def case_here(*args):
+        if began.is_set():
+            ready.wait(300)
+        return run_case(*args)
     monkeypatch.setattr(kinedyn.sweep.study, "TRIAL_S", 0.0)
     monkeypatch.setattr(kinedyn.sweep.study, "STARTUP_S", 0.0)
-    monkeypatch.setattr(kinedyn.sweep.study, "run_case",
-                        lambda *a: (time.sleep(1.0), run_case(*a))[1])
+    monkeypatch.setattr(kinedyn.sweep.study, "_started", started)
+    monkeypatch.setattr(kinedyn.sweep.study, "run_case", case_here)
     local = sweep(rod(), workers=2, **study)
-    assert re.fullmatch(r"local Dask cluster, 2 worker processes \(after \d+ cases? in this "
+    assert re.fullmatch(r"local Dask cluster, 2 worker processes \(after \d cases? in this "
                         r"process\)", local.summary["where"])
     np.testing.assert_array_equal(local.values, serial.values)
     np.testing.assert_array_equal(local.metrics, serial.metrics)
@@ -265,3 +282,26 @@ def test_the_sweep_benchmark_times_every_way_on_the_same_cases(monkeypatch):
         assert rows[2]["where"] == "serial (this process)"   # 4 short cases: not worth it
     split = report.tables["one four-bar case (ms)"][0]
     assert 0 < split["compiled_run"] < split["whole_case"] == four_bar[0]["median_case_ms"]
+
+
+def test_a_long_study_keeps_no_generated_code_of_its_cases(tmp_path, monkeypatch):
+    # each case's geometry has code of its own (constraints, functions of time): kept, it grew
+    # a worker by 60 kB and the disk cache by a file per case
+    from kinedyn import _llvm
+    monkeypatch.setenv("KINEDYN_CACHE", str(tmp_path))
+    study = dict(sample={"crank_length": "normal(0.1, 0.002)"}, samples=12, seed=5, t_end=0.05,
+                 dt=1e-3, metrics={"p": "absmax(body.rocker.angle_d)"}, scheduler="serial")
+    first = sweep(models.get("four-bar"), **study)     # (structure-only code may stay: LU)
+    before = len(_llvm._ENGINES)
+    again = sweep(models.get("four-bar"), **study)
+    assert len(_llvm._ENGINES) == before
+    assert not list((tmp_path / "natural").glob("*.o")) if (tmp_path / "natural").exists() \
+        else True
+    np.testing.assert_array_equal(again.metrics, first.metrics)
+    # outside a study the code is kept and cached on disk, as before
+    with _llvm.transient_code():
+        code = _llvm.compile_module("define i64 @f() {\n  ret i64 7\n}", ("f",), "natural")
+        assert code[0] != 0 and len(_llvm._ENGINES) == before + 1
+    assert len(_llvm._ENGINES) == before
+    _llvm.compile_module("define i64 @f() {\n  ret i64 7\n}", ("f",), "natural")
+    assert len(_llvm._ENGINES) == before + 1 and len(list((tmp_path / "natural").glob("*.o"))) == 1

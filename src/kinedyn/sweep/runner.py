@@ -19,6 +19,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
+from .._llvm import transient_code
 from ..errors import AccuracyWarning, KinedynError, ModelError
 from .cases import Cases
 from .metrics import evaluate
@@ -90,10 +91,13 @@ def check_study(study: Study) -> None:
 
 
 def run_case(study: Study, i: int) -> Outcome:
-    """Run case ``i`` of ``study`` (in this process)."""
+    """Run case ``i`` of ``study`` (in this process). Only numbers leave it: the code generated
+    for the case's model is freed at its end (:func:`kinedyn._llvm.transient_code`), so a
+    callable metric must not keep the results."""
     parameters, inputs = study.cases.overrides(i)
     stage, start = STAGES[0], time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
+    # the code generated for this case's geometry serves it only: freed after it
+    with transient_code(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", AccuracyWarning)
         try:
             model = study.system.compile({**study.parameters, **parameters})

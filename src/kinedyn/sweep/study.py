@@ -159,7 +159,7 @@ def _started(stack: ExitStack, study: Study, scheduler, workers: int):
                                                 workers))
     shared = client.scatter(study, broadcast=True)
     if scheduler is None:
-        warm = [client.submit(run_case, shared, 0, workers=[w], pure=False,
+        warm = [client.submit(run_batch, shared, [0], workers=[w], pure=False,
                               allow_other_workers=False) for w in client.nthreads()]
         client.gather(warm)
     return client, shared, where

@@ -187,8 +187,9 @@ class Relative:
         a = bm["origin_dd"][:, b] + np.cross(al, r) + np.cross(w, np.cross(w, r))
         return x, v, a
 
-    def observables(self, Q, QD, QDD) -> dict[str, np.ndarray]:
-        """Channels ``q.*``, ``body.*``, ``point.*`` (with ``_d``/``_dd``), like natural."""
+    def observables(self, Q, QD, QDD, names=None) -> dict[str, np.ndarray]:
+        """Channels ``q.*``, ``body.*``, ``point.*`` (with ``_d``/``_dd``), like natural
+        (all of them: ``names``, the channels wanted, is accepted as natural's is)."""
         Q, QD, QDD = (np.atleast_2d(x) for x in (Q, QD, QDD))
         m, d = self.model, self.dim
         out: dict[str, np.ndarray] = {}
