@@ -2,9 +2,9 @@
 
 A metric is ``REDUCTION(CHANNEL)`` over a results channel (``range(joint.slide.displacement)``,
 ``max(residual.position)``, ``final(body.platform.z)``, and for dynamics the joint reactions
-and actuator efforts ``absmax(reaction.pin.force_y)``, ``rms(effort.motor)``), or, from Python, any callable
-``metric(results) -> float`` (it is sent to the workers, so it must be picklable by cloudpickle:
-a function or a lambda, not a bound method of an open file).
+and actuator efforts ``absmax(reaction.pin.force_y)``, ``rms(effort.motor)``), or, from
+Python, any callable ``metric(results) -> float`` (it is sent to the workers, so it must be
+picklable by cloudpickle: a function or a lambda, not a bound method of an open file).
 """
 from __future__ import annotations
 
