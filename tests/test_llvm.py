@@ -21,11 +21,11 @@ def test_a_module_compiled_twice_at_once_hands_out_one_engines_addresses(monkeyp
     monkeypatch.setattr(_llvm, "_ENGINES", {})
     load, inner = _llvm._load, []
 
-    def racing_load(*args):
+    def racing_load(*args, **kwargs):
         if not inner:  # the other thread, finishing first
             inner.append(None)
             inner[0] = _llvm.compile_module(TEXT, ("seven",), "test")
-        return load(*args)
+        return load(*args, **kwargs)
     monkeypatch.setattr(_llvm, "_load", racing_load)
     outer = _llvm.compile_module(TEXT, ("seven",), "test")
     (stored,) = _llvm._ENGINES.values()
