@@ -3,7 +3,7 @@ the results of its own inlined overloads; other notes of that kind still reach t
 ``overload_inlined``: inlined overloads whose implementations Numba does not compile on their
 own. And the two fixes to Numba's alias analysis (block order, values carried by tuples) that
 keep stores after an inlined overload. And the workers compiled without reference counting,
-whose helpers keep theirs."""
+whose helpers keep theirs. And the compiled entry points found without Numba's typing."""
 from __future__ import annotations
 
 import warnings
@@ -16,7 +16,9 @@ from numba.core import event, ir_utils, types
 from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import overload
 
-from kinedyn._jit import INLINED, WORKER, overload_inlined, quiet_inliner_notes
+from kinedyn import _jit
+from kinedyn._jit import (INLINED, WORKER, overload_inlined, quiet_inliner_notes,
+                         resolved_call)
 
 
 def action(message: str) -> str | None:
@@ -193,3 +195,58 @@ def test_a_helper_compiled_inside_a_worker_keeps_counting_references():
     assert compiled_inside_a_worker(INLINED)
     inherited = {k: v for k, v in INLINED.items() if k != "_nrt"}
     assert not compiled_inside_a_worker(inherited)  # the case the explicit flag prevents
+
+
+class Pair(NamedTuple):
+    a: np.ndarray
+    b: np.ndarray
+
+
+def _arguments():
+    """Values of every kind the run kernels take, with look-alikes that Numba types apart."""
+    c = np.arange(12.0).reshape(3, 4)
+    frozen = c.copy()
+    frozen.flags.writeable = False
+    return [c, c.copy(), np.asfortranarray(c), c[:, ::2], frozen, c.astype(np.float32),
+            np.arange(4), np.arange(4, dtype=np.int32), np.arange(4.0), np.zeros((0,)),
+            np.zeros((1, 1)), 3, -7, 2**63, 2.5, True, False, np.float64(1.0), np.int64(2),
+            np.int32(2), np.bool_(True), (1, 2.0), (1.0, 2), (c, 1), (c.copy(), 2),
+            (np.asfortranarray(c), 1), Pair(c, c), Pair(c, np.arange(3.0)), (c, c), ()]
+
+
+def test_an_arguments_key_is_at_least_as_fine_as_numbas_type():
+    """Two values with one key have one Numba type: the entry point found by key unboxes them
+    as its signature says."""
+    values = _arguments()
+    keys = [_jit._type_key(v) for v in values]
+    for i, (u, ku) in enumerate(zip(values, keys)):
+        for v, kv in zip(values[i + 1:], keys[i + 1:]):
+            if ku == kv:
+                assert nb.typeof(u) == nb.typeof(v), (u, v)
+    with pytest.raises(_jit._Unkeyed):
+        _jit._type_key([1.0])  # a list: Numba's reflected list, not keyed
+
+
+@nb.njit(cache=True)
+def _total(pair, scale, out):
+    out[0] = scale * (pair.a.sum() + pair.b.sum())
+    return out[0]
+
+
+def test_a_call_with_known_argument_types_needs_no_type_resolution(monkeypatch):
+    """The first run resolves by the dispatcher; a later run with new objects of the same types
+    calls the entry point at once, with the dispatcher's typing out of reach; other types go
+    by the dispatcher again."""
+    out = np.zeros(1)
+    first, run = resolved_call(_total, (Pair(np.ones(3), np.ones(2)), 2.0, out))
+    assert first == 10.0 and run is not _total
+
+    def no_typing(*args):
+        raise AssertionError("typed again")
+    monkeypatch.setattr(_total, "typeof_pyval", no_typing)
+    again, run_again = resolved_call(_total, (Pair(np.full(2, 3.0), np.ones(1)), 0.5, out))
+    assert again == 3.5 == out[0] and run_again is run
+    monkeypatch.undo()
+    other = (Pair(np.ones(3), np.ones((1, 2))), 1.0, out)   # another rank: another overload
+    assert resolved_call(_total, other)[0] == 5.0
+    assert _jit.entry_point(_total, other) is not run

@@ -2,7 +2,9 @@
 whose implementations are not also compiled on their own), and a fix to Numba's alias analysis
 (:func:`_complete_aliases`) that IR inlining needs."""
 import warnings
+import weakref
 
+import numpy as np
 from numba.core import ir, ir_utils, types
 from numba.core.errors import NumbaIRAssumptionWarning
 from numba.core.extending import _overload_default_jit_options
@@ -170,6 +172,61 @@ def entry_point(dispatcher, args):
     tuples of dozens of arrays) took 35 of a four-bar step call's 50 us. The caller must pass
     arguments of exactly those types (the same objects, or arrays of the same dtype, rank and
     layout), since the entry point unboxes them as its signature says."""
+    known, key = _ENTRIES.setdefault(dispatcher, {}), _arguments_key(args)
+    if key in known:
+        return known[key]
     signature = tuple(dispatcher.typeof_pyval(a) for a in args)
     compiled = dispatcher.overloads.get(signature)
-    return dispatcher if compiled is None else compiled.entry_point
+    if compiled is None:
+        return dispatcher
+    if key is not None:
+        known[key] = compiled.entry_point
+    return compiled.entry_point
+
+
+def resolved_call(dispatcher, args):
+    """``(dispatcher(*args), f)``, ``f`` the function for the next calls with arguments of the
+    same types (:func:`entry_point`). Where such arguments were resolved before in this
+    process, the call goes through the entry point at once: no type resolution at all (a design
+    study builds a new run for each of its cases; Numba's and the entry point's resolution of
+    the four-bar's run took 2 x 3 ms of a 16-ms case)."""
+    entry = _ENTRIES.get(dispatcher, {}).get(_arguments_key(args))
+    if entry is not None:
+        return entry(*args), entry
+    result = dispatcher(*args)
+    return result, entry_point(dispatcher, args)
+
+
+# dispatcher -> {key of the arguments' types: entry point}; a dispatcher of generated code
+# (kinedyn.symbolic) is not kept alive by it
+_ENTRIES = weakref.WeakKeyDictionary()
+
+
+class _Unkeyed(Exception):
+    """An argument whose Numba type :func:`_type_key` cannot tell."""
+
+
+def _arguments_key(args):
+    """The arguments' :func:`_type_key`, or None when one has none."""
+    try:
+        return tuple(map(_type_key, args))
+    except _Unkeyed:
+        return None
+
+
+def _type_key(x):
+    """What Numba's type of ``x`` depends on, at least, for the arguments of the run kernels:
+    arrays (dtype, rank, layout, read-only, alignment), tuples and named tuples of those,
+    Python and NumPy scalars. Computed without Numba's typing (10-20 times faster for a
+    system's tuples of arrays); anything else raises _Unkeyed."""
+    t = type(x)
+    if t is np.ndarray:
+        f = x.flags
+        return x.dtype, x.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned
+    if t is float or t is bool or isinstance(x, np.generic):
+        return t
+    if t is int:
+        return t, -2**63 <= x < 2**63
+    if isinstance(x, tuple):
+        return t, tuple(map(_type_key, x))
+    raise _Unkeyed

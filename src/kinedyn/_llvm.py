@@ -7,8 +7,9 @@ are constants; unrolled, every position becomes an immediate offset and the inte
 stay in registers. The IR goes to LLVM's MCJIT in this process; the object code is cached on
 disk (under :func:`kinedyn._cache.cache_root`), keyed by the IR, llvmlite and the host CPU, and
 in memory for the life of the process (the addresses stay valid while it runs: the engines are
-never freed). Compiled kernels call the functions through their addresses (:func:`call`), which
-are data, so the kernels that call them stay cacheable.
+never freed, but for the code of a design study's cases, :func:`transient_code`). Compiled
+kernels call the functions through their addresses (:func:`call`), which are data, so the
+kernels that call them stay cacheable.
 """
 from __future__ import annotations
 
@@ -31,6 +32,9 @@ from ._cache import cache_root
 
 _ENGINES: dict = {}  # key -> (engine, addresses); kept for the life of the process
 _TRANSIENT: list = []  # open transient_code() blocks: (folders, keys first compiled in them)
+_STRUCTURES: dict = {}  # (folder, structure digest) -> key in _ENGINES (compile_structure)
+_RECENT: dict = {}  # keys of transient engines kept after their blocks, least recent first
+KEEP_TRANSIENT = 16  # of those, how many are kept (see transient_code)
 HEADER = "declare double @llvm.fabs.f64(double)"
 
 
@@ -153,13 +157,12 @@ def _target_machine():
 
 def compile_module(text: str, names: tuple, folder: str) -> np.ndarray:
     """The addresses (int64) of the functions ``names`` of the IR module ``text``, compiled
-    once per process and cached on disk under ``folder`` of the cache root. Raises
-    ``RuntimeError`` when LLVM refuses the IR."""
-    key = hashlib.sha256("\n".join([text, llvmlite.__version__, *_host(),
-                                    *names]).encode()).hexdigest()
+    once per process and cached on disk under ``folder`` of the cache root (not inside a
+    :func:`transient_code` block for ``folder``). Raises ``RuntimeError`` when LLVM refuses
+    the IR."""
+    key = _engine_key(text, names)
     if key not in _ENGINES:
-        made = next((keys for folders, keys in reversed(_TRANSIENT) if folder in folders),
-                    None)
+        made = _transient(folder)
         loaded = _load(cache_root() / folder / f"{key[:32]}.o", text, names,
                        save=made is None)
         # two threads compiling the same module: the first engine stored is the one whose
@@ -167,20 +170,61 @@ def compile_module(text: str, names: tuple, folder: str) -> np.ndarray:
         _ENGINES.setdefault(key, loaded)
         if made is not None:
             made.add(key)
+    return _used(key, folder)
+
+
+def _engine_key(text: str, names: tuple) -> str:
+    """The key of the module ``text`` in :data:`_ENGINES` and on disk."""
+    return hashlib.sha256("\n".join([text, llvmlite.__version__, *_host(),
+                                      *names]).encode()).hexdigest()
+
+
+def compile_structure(structure: bytes, make_ir, names: tuple, folder: str, subject: str):
+    """:func:`compile_or_warn` of the IR ``make_ir()`` builds (None: no code), which is a
+    function of the bytes ``structure`` (a digest of what it reads): the IR is built once per
+    structure while its engine lives (building it can take longer than loading its object
+    code). For generators whose code serves many inputs of one structure: the LU of a sparsity
+    pattern, the natural constraints of a model whatever its geometry."""
+    key = _STRUCTURES.get((folder, structure))
+    if key is not None and key in _ENGINES:   # (freed by transient_code: built again)
+        return _used(key, folder)
+    text = make_ir()
+    addresses = None if text is None else compile_or_warn(text, names, folder, subject)
+    if addresses is not None:
+        _STRUCTURES[folder, structure] = _engine_key(text, names)
+    return addresses
+
+
+def _transient(folder: str):
+    """The set of keys first compiled in the innermost open :func:`transient_code` block for
+    ``folder``, or None outside such blocks."""
+    return next((keys for folders, keys in reversed(_TRANSIENT) if folder in folders), None)
+
+
+def _used(key: str, folder: str) -> np.ndarray:
+    """The addresses of engine ``key``, about to be used: a transient engine kept after its
+    block (:data:`_RECENT`) becomes the most recent again, or is kept for good when used
+    outside such blocks (the code now serves a caller that outlives them)."""
+    if key in _RECENT:
+        del _RECENT[key]
+        if _transient(folder) is not None:
+            _RECENT[key] = None
     return _ENGINES[key][1]
 
 
 @contextmanager
-def transient_code(folders=("natural", "functions")):
+def transient_code(folders=("functions",)):
     """Generated code of the cache ``folders`` that is first compiled inside the block is not
-    written to the disk cache, and is freed when the block ends.
+    written to the disk cache, and is freed after the block, once ``KEEP_TRANSIENT`` newer
+    such modules have been made or used in later blocks (when no block is open).
 
-    For a design study (:mod:`kinedyn.sweep`): every case compiles the constraints and the
-    functions of time of its own geometry and parameters (the default folders, whose
-    addresses nothing else keeps), used by that case only. Kept, they grew a worker by 60 kB
-    and the disk cache by a 5-kB file per case. Code compiled before the block is untouched,
-    and code that other caches hold (sparse LU, by structure) is not in these folders.
-    Nothing built inside the block may run its code after it."""
+    For a design study (:mod:`kinedyn.sweep`): a case's functions of time (the default folder)
+    may be its own, when a varied parameter enters them. Kept, they grew a worker by 60 kB and
+    the disk cache by a 5-kB file per case. Code of other cases' that a case uses again (the
+    functions when no varied parameter enters them) is kept while cases use it, so it is not
+    compiled again for each case. Code compiled before the block is untouched, and code that
+    serves a whole structure (sparse LU, natural constraints: :func:`compile_structure`) is
+    not in this folder. Nothing built inside the block may run its code after it."""
     made: set = set()
     entry = (tuple(folders), made)
     _TRANSIENT.append(entry)
@@ -189,7 +233,11 @@ def transient_code(folders=("natural", "functions")):
     finally:
         _TRANSIENT.remove(entry)
         for key in made:
-            _ENGINES.pop(key, None)   # the last reference to the engine: its code is freed
+            _RECENT[key] = None
+        while not _TRANSIENT and len(_RECENT) > KEEP_TRANSIENT:
+            oldest = next(iter(_RECENT))
+            del _RECENT[oldest]
+            _ENGINES.pop(oldest, None)  # the last reference to the engine: its code is freed
 
 
 def compile_or_warn(text: str, names: tuple, folder: str, subject: str):

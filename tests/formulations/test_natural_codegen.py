@@ -98,6 +98,52 @@ def test_rows_are_split_into_functions_of_bounded_size(monkeypatch):
     assert_same(f, f.row_selection(np.arange(f.n_c)), np.random.default_rng(3))
 
 
+def test_the_code_serves_every_geometry_of_a_model(monkeypatch):
+    """The coefficients are read from data.coef, not written into the code: two four-bars of
+    other lengths and ground pivot get the code of the first without its IR being built again,
+    and each equals its loops to the bit."""
+    built = []
+    module_ir = codegen.module_ir
+    monkeypatch.setattr(codegen, "module_ir", lambda d, r: built.append(1) or module_ir(d, r))
+    monkeypatch.setattr(_llvm, "_STRUCTURES", {})
+    system, rng = get("four-bar"), np.random.default_rng(5)
+    forms = [Natural(system.compile(p)) for p in (
+        {}, {"crank_length": 0.113, "ground_length": 0.43},
+        {"coupler_length": 0.37, "rocker_length": 0.29})]
+    selections = [f.row_selection(np.arange(f.n_c)) for f in forms]
+    assert len(built) == 1
+    for f, selection in zip(forms, selections):
+        np.testing.assert_array_equal(selection.code, selections[0].code)
+        assert_same(f, selection, rng)
+    assert not np.array_equal(forms[1].data.coef, forms[0].data.coef)
+
+
+def test_the_structure_key_sees_what_the_code_depends_on():
+    """Another value of a coefficient keeps the key, unless it becomes 0, 1 or -1 (which the
+    code leaves out); another structure (rows, pattern) changes it."""
+    f = Natural(get("stewart-paper").compile())
+    D, rows = f.data, np.arange(f.n_c)
+    key = codegen.structure_key(D, rows)
+    general = int(np.flatnonzero(~np.isin(D.ent_alpha, (0.0, 1.0, -1.0)))[0])
+    for value, same in ((D.ent_alpha[general] * 1.1, True), (0.0, False), (1.0, False),
+                        (-1.0, False)):
+        alpha = D.ent_alpha.copy()
+        alpha[general] = value
+        assert (codegen.structure_key(D._replace(ent_alpha=alpha), rows) == key) == same, value
+    assert codegen.structure_key(D, rows[::-1]) != key
+    assert codegen.structure_key(D._replace(jc_pos=D.jc_pos[::-1].copy()), rows) != key
+
+
+def test_the_code_reads_only_what_its_key_covers():
+    """module_ir reads nothing of the data but the structure and the coefficients the key
+    covers: built from those alone, it is the same IR."""
+    for f in (Natural(all_kinds_planar().compile()), Natural(all_kinds_spatial().compile())):
+        fields = ("dim", *codegen.STRUCTURE, *codegen.COEFFICIENTS)
+        only = type("Only", (), {k: getattr(f.data, k) for k in fields})()
+        rows = np.arange(f.n_c)
+        assert codegen.module_ir(only, rows) == codegen.module_ir(f.data, rows)
+
+
 def test_object_code_is_cached_on_disk(monkeypatch, tmp_path):
     monkeypatch.setenv("KINEDYN_CACHE", str(tmp_path))
     monkeypatch.setattr(_llvm, "_ENGINES", {})

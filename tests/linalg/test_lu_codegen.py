@@ -119,7 +119,7 @@ def test_a_structure_builds_its_code_once(monkeypatch):
     built = []
     module_ir = lu_codegen.module_ir
     monkeypatch.setattr(lu_codegen, "module_ir", lambda s: built.append(s.n) or module_ir(s))
-    monkeypatch.setattr(lu_codegen, "_CODES", {})
+    monkeypatch.setattr(_llvm, "_STRUCTURES", {})
     A = random_system(12, 0.3, 11)
     first = analyse(full_block(A), A.data)
     again = analyse(full_block(A), A.data)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from .._jit import entry_point
+from .._jit import resolved_call
 from ..errors import ModelError, check_flag
 
 #: symbolic coordinates per model name (options of :class:`~kinedyn.symbolic.embedded.EmbeddedDynamics`)
@@ -206,8 +206,8 @@ class EmbeddedMethod:
                     int(n_steps), int(record_every), out, float(self.tol), int(self.max_iter),
                     float(self.limit), float(self.max_residual), self.ws, self.W, self.scratch)
             if self._run_recorded is None:  # by the dispatcher, then its overload directly
-                st, k = self.mod.run_recorded(*args)  # (a stepper calls it once per step)
-                self._run_recorded = entry_point(self.mod.run_recorded, args)
+                # (a stepper calls it once per step)
+                (st, k), self._run_recorded = resolved_call(self.mod.run_recorded, args)
             else:
                 st, k = self._run_recorded(*args)
             if st == 1 and k > first:

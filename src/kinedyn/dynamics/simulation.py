@@ -17,7 +17,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sps
 
-from .._jit import entry_point
+from .._jit import resolved_call
 from .._memory import resident_zeros
 from ..errors import (ModelError, SolverError, UnknownNameError, check_baumgarte,
                       check_iteration_settings, check_number, record_interval, run_steps)
@@ -516,8 +516,8 @@ class Dynamics:
                     self.integrator_code, int(self.n_pos), second_order, int(every), rec, scratch)
             if resolved[0] is not self.system or resolved[1] is not self.sys_work:
                 # (again after a re-analysis): this call by the dispatcher, the next ones not
-                result = I.integrate_fixed(*args)
-                resolved[:] = self.system, self.sys_work, entry_point(I.integrate_fixed, args)
+                result, run = resolved_call(I.integrate_fixed, args)
+                resolved[:] = self.system, self.sys_work, run
                 return result
             return resolved[2](*args)
         return advance

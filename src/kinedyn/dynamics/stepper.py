@@ -22,7 +22,7 @@ import weakref
 
 import numpy as np
 
-from .._jit import entry_point
+from .._jit import resolved_call
 from ..errors import ModelError, UnknownNameError, check_number
 from ..kinematics.analysis import blas_threads
 from ..model.compiled import functions_defined, undefined
@@ -109,8 +109,8 @@ class Stepper:
         h = self.dyn.hht
         args = (h.data, h.work, h.q, h.qd, t, self.dt, count, max(count, 1), self._row)
         if self._hht is None or self._hht[0] is not h:  # by the dispatcher, then directly
-            result = hht_run(*args)
-            self._hht = h, entry_point(hht_run, args)
+            result, run = resolved_call(hht_run, args)
+            self._hht = h, run
             return result
         return self._hht[1](*args)
 

@@ -28,8 +28,7 @@ import hashlib
 
 import numpy as np
 
-from .. import _llvm
-from .._llvm import HEADER, Function, compile_or_warn
+from .._llvm import HEADER, Function, compile_structure
 
 LIMIT = 12000  # largest pattern work (updates + L\U entries) that gets generated code
 TOTAL_LIMIT = 100000  # largest work of the codes one thread runs per step (sparse.with_codes)
@@ -121,11 +120,6 @@ def module_ir(solver) -> str:
                       _solve_ir(solver, "solve_pair", 2)])
 
 
-# structure_key -> (code, the table of engines that holds its machine code: _llvm._ENGINES,
-# which the tests replace to stand for a new process; an entry of another table is stale)
-_CODES: dict = {}
-
-
 def structure_key(solver) -> bytes:
     """What :func:`module_ir` reads of a solver - its order, fill pattern and the map of the
     matrix's values into it - as one digest."""
@@ -144,11 +138,8 @@ def compile_solver(solver) -> np.ndarray:
     structure for the process: a run that re-analyses its pivot order often comes back to the
     same orders (the four-bar: 800 re-analyses in 20 000 steps), and building the IR again
     took most of a re-analysis."""
-    key = structure_key(solver)
-    code, engines = _CODES.get(key, (None, None))
-    if engines is not _llvm._ENGINES:
-        addresses = compile_or_warn(module_ir(solver), ("factorize", "solve", "solve_pair"),
-                                    "lu", f"sparse LU of a {solver.n} x {solver.n} pattern")
-        code = NO_CODE if addresses is None else np.concatenate([addresses, [0, 0]])
-        _CODES[key] = code, _llvm._ENGINES
-    return code.copy()  # callers may write offsets into it (block_diagonal)
+    addresses = compile_structure(structure_key(solver), lambda: module_ir(solver),
+                                  ("factorize", "solve", "solve_pair"), "lu",
+                                  f"sparse LU of a {solver.n} x {solver.n} pattern")
+    # a new array: callers may write offsets into it (block_diagonal)
+    return NO_CODE.copy() if addresses is None else np.concatenate([addresses, [0, 0]])

@@ -22,6 +22,7 @@ divisor, and a branch not taken must not raise), as do programs with
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import types
 
@@ -29,7 +30,7 @@ import numba as nb
 import numpy as np
 
 from .._jit import INLINED_WORKER, overload_inlined
-from .._llvm import Function, c_float64, call, compile_or_warn, constant
+from .._llvm import Function, c_float64, call, compile_structure, constant
 from .tape import (CONST, INPUT, TIME, Program, apply_binary, apply_unary, build_program,
                    eval_program, is_binary)
 
@@ -227,11 +228,18 @@ def program_code(program: Program, subject: str) -> np.ndarray:
     if (len(program.out) == 0 or len(program.op) > LIMIT
             or os.environ.get(SWITCH, "1") == "0"):
         return NO_CODE
-    text = program_ir(program)
-    if text is None:
-        return NO_CODE
-    code = compile_or_warn(text, (NAME,), "functions", f"{subject}: functions of time")
+    code = compile_structure(program_key(program), lambda: program_ir(program), (NAME,),
+                             "functions", f"{subject}: functions of time")
     return NO_CODE if code is None else code
+
+
+def program_key(program: Program) -> bytes:
+    """A digest of all :func:`program_ir` reads: the program's arrays (its constants too)."""
+    h = hashlib.sha256()
+    for a in map(np.ascontiguousarray, program):
+        h.update(f"{a.shape} {a.dtype}".encode())
+        h.update(a.tobytes())
+    return h.digest()
 
 
 def run_program_code(code, fval, inputs, t):

@@ -18,7 +18,7 @@ from ...model.tape import MAX_STACK, eval_tape
 from ...model.tape_codegen import program_arrays
 from ...model.user_forces import compile_user_force
 from . import kernels  # noqa: F401  (registers the protocol overloads)
-from .codegen import compile_rows
+from .codegen import coefficients, compile_rows
 from .data import (EntityTable, NaturalData, NaturalWork, RowSet, function_tapes, gravity_force,
                    jacobian_pattern, make_work, mass_matrix)
 from .entities import J2
@@ -97,10 +97,12 @@ class Natural:
             n_con_ent=n_con_ent,
             jac_indptr=indptr, jac_indices=indices, jc_start=u(jc_start), jc_slot=u(jc_slot),
             jc_term=u(jc_term), jc_pos=u(jc_pos), jc_first=u(jc_first), jac_const=jac_const,
+            coef=np.zeros(0),
             fn_ops=ops, fn_args=args, fn_start=start,
             **program_arrays(ops, args, start, model.name), fp_input=model.functions.inputs,
             mass_indptr=M.indptr.astype(np.int64), mass_indices=M.indices.astype(np.int64),
             mass_values=M.data.astype(float), gravity_q=gravity_force(lay), **forces)
+        self.data = self.data._replace(coef=coefficients(self.data))
         self._E, self._c = self._entity_matrix()
 
     # ---- construction helpers ----------------------------------------------------------------

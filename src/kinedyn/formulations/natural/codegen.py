@@ -5,8 +5,8 @@ LLVM IR (:mod:`kinedyn._llvm`).
 The loops of :mod:`.kernels` read, for every row, its kind, its entities, their terms and the
 Jacobian positions they feed from index arrays, and branch on each. For a fixed set of rows (a
 plan's :class:`~.data.RowSet`: the global system, a structural group) all of that is constant:
-unrolled, the entities are sums of coordinates times constants kept in registers, each row is a
-few multiplications, and each Jacobian entry one store to a fixed position. Measured on the
+unrolled, the entities are sums of coordinates times coefficients, each row is a few
+multiplications, and each Jacobian entry one store to a fixed position. Measured on the
 paper's Stewart platform (102 equations: 30 linear, 72 dot products; 52 entities, 462 Jacobian
 entries; idle AMD EPYC, 20 000 calls in a compiled loop, medians of 7): Phi with Phi_q 1.51 ->
 0.18 µs, gamma 0.67 -> 0.06 µs, Phi_t 0.22 -> 0.01 µs; the paper's step (one Newton iteration,
@@ -23,23 +23,36 @@ change a finite result: a multiplication by a coefficient 1 or -1 (exact), a ter
 coefficient is 0, and the additions of 0 that start a sum (these can change the sign of a zero,
 nothing else). The tests compare both on every library model.
 
+The coefficients (the entities' terms and constants, the equations' targets, the constant
+Jacobian entries: the model's geometry, :data:`COEFFICIENTS`) are read from the array
+``data.coef`` passed to the code, not written into it: a load from memory, as a literal double
+is on x86-64 too. So the code depends on the model's structure only (:func:`structure_key`),
+and is compiled once for all the geometries of a model: a design study that varies a length
+compiles it once, not once per case (four-bar: about 4.5 ms a case before).
+
 Functions of time reach the code as the table ``fval`` (one row per function: value, first and
 second derivative) that :func:`.kernels._time` fills, so the code is a pure function of q, q̇
 and that table.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 
 import numpy as np
 
-from ..._llvm import Function, compile_or_warn, constant, in_parts, part
+from ..._llvm import Function, compile_structure, constant, in_parts, part
 from .layout import ANGLE, DOT, LINEAR
 
 #: code slots of a RowSet: addresses of its four functions (0: use the loops)
 PHI_JAC, PHI, PHI_T, GAMMA = range(4)
 NAMES = ("phi_jac", "phi", "phi_t", "gamma")
 NO_CODE = np.zeros(len(NAMES), np.int64)
+#: the arrays of NaturalData whose values the code reads from its argument ``%c`` (the
+#: coefficient array ``data.coef``, :func:`coefficients`) and those it is written for
+COEFFICIENTS = ("ent_alpha", "ent_beta", "ent_const", "con_value", "jac_const")
+STRUCTURE = ("ent_start", "ent_block", "con_kind", "con_ent", "con_comp", "con_fn", "jac_indptr",
+             "jc_start", "jc_slot", "jc_term", "jc_pos", "jc_first")
 CHUNK = 128  # work per generated function (see module_ir)
 LIMIT = 40000  # largest work (:func:`work`) a row set gets code for (about 14 s)
 SWITCH = "KINEDYN_NATURAL_CODEGEN"  # "0": row sets made from now on use the loops
@@ -54,16 +67,23 @@ class _Rows:
         self.f = f
         self.values = {}  # entity id -> SSA components (with constants, from q)
         self.rates = {}   # entity id -> SSA components (without, from qd)
+        self.at = offsets(data)  # where each coefficient array starts in %c
 
     # ---- arithmetic with constant coefficients (None stands for an exact zero) ---------------
-    def scaled(self, c: float, v: str | None) -> str | None:
+    def scaled(self, c: float, v: str | None, at: int | None = None) -> str | None:
+        """c v; ``at``: where c is in the coefficient array ``%c`` (read from there), None: a
+        literal. The code is the same for any c but 0, 1 and -1 (see :func:`structure_key`)."""
         if v is None or c == 0.0:
             return None
         if c == 1.0:
             return v
         if c == -1.0:
             return self.f.neg(v)
-        return self.f.mul(constant(c), v)
+        return self.f.mul(constant(c) if at is None else self.f.read("%c", at), v)
+
+    def offset(self, c: float, at: int) -> str | None:
+        """The coefficient ``c`` at ``at`` of ``%c`` as an addend (None: an exact zero)."""
+        return None if c == 0.0 else self.f.read("%c", at)
 
     def plus(self, a: str | None, b: str | None) -> str | None:
         if a is None:
@@ -97,18 +117,20 @@ class _Rows:
             for t in range(D.ent_start[e], D.ent_start[e + 1]):
                 o = d * int(D.ent_block[t])
                 a, b = float(D.ent_alpha[t]), float(D.ent_beta[t]) if d == 2 else 0.0
+                ta, tb = self.at["ent_alpha"] + t, self.at["ent_beta"] + t
                 xs = [self.f.read(x, o + k) for k in range(d)]
                 if d == 2:  # (a I + b J) x with J the rotation by +90 degrees
-                    comps[0] = self.plus(comps[0], self.minus(self.scaled(a, xs[0]),
-                                                              self.scaled(b, xs[1])))
-                    comps[1] = self.plus(comps[1], self.plus(self.scaled(a, xs[1]),
-                                                             self.scaled(b, xs[0])))
+                    comps[0] = self.plus(comps[0], self.minus(self.scaled(a, xs[0], ta),
+                                                              self.scaled(b, xs[1], tb)))
+                    comps[1] = self.plus(comps[1], self.plus(self.scaled(a, xs[1], ta),
+                                                             self.scaled(b, xs[0], tb)))
                 else:
                     for k in range(d):
-                        comps[k] = self.plus(comps[k], self.scaled(a, xs[k]))
+                        comps[k] = self.plus(comps[k], self.scaled(a, xs[k], ta))
             if not rate:
-                comps = [self.plus(c, constant(v) if v != 0.0 else None)
-                         for c, v in zip(comps, D.ent_const[e])]
+                at = self.at["ent_const"] + d * e
+                comps = [self.plus(c, self.offset(v, at + k))
+                         for k, (c, v) in enumerate(zip(comps, D.ent_const[e]))]
             cache[e] = comps
         return cache[e]
 
@@ -145,9 +167,8 @@ class _Rows:
                            self.times(self.fval(int(fn[1]), 0), self.triple(*ev)))
         else:
             v = ev[0][int(D.con_comp[r])] if kind == LINEAR else self.dot(ev[0], ev[1])
-            value = float(D.con_value[r])
-            v = self.minus(self.minus(v, constant(value) if value != 0.0 else None),
-                           self.fval(int(fn[0]), 0))
+            value = self.offset(float(D.con_value[r]), self.at["con_value"] + r)
+            v = self.minus(self.minus(v, value), self.fval(int(fn[0]), 0))
         self.store("%phi", i, v)
 
     def jacobian(self, r: int) -> None:
@@ -155,7 +176,7 @@ class _Rows:
         kind = int(D.con_kind[r])
         if kind == LINEAR:
             for p in range(D.jac_indptr[r], D.jac_indptr[r + 1]):
-                self.f.store("%values", p, constant(D.jac_const[p]))
+                self.f.store("%values", p, self.f.read("%c", self.at["jac_const"] + p))
             return
         ev = self.row_entities(r)
         if kind == DOT:
@@ -166,13 +187,13 @@ class _Rows:
         entries = {}  # Jacobian position -> SSA value, stored once the row is done
         for c in range(D.jc_start[r], D.jc_start[r + 1]):
             s, term, p = int(D.jc_slot[c]), int(D.jc_term[c]), int(D.jc_pos[c])
-            a = float(D.ent_alpha[term])
+            a, ta = float(D.ent_alpha[term]), self.at["ent_alpha"] + term
             if d == 2:
-                b = float(D.ent_beta[term])
-                contrib = [self.plus(self.scaled(a, g[s][0]), self.scaled(b, g[s][1])),
-                           self.minus(self.scaled(a, g[s][1]), self.scaled(b, g[s][0]))]
+                b, tb = float(D.ent_beta[term]), self.at["ent_beta"] + term
+                contrib = [self.plus(self.scaled(a, g[s][0], ta), self.scaled(b, g[s][1], tb)),
+                           self.minus(self.scaled(a, g[s][1], ta), self.scaled(b, g[s][0], tb))]
             else:
-                contrib = [self.scaled(a, g[s][k]) for k in range(d)]
+                contrib = [self.scaled(a, g[s][k], ta) for k in range(d)]
             for k in range(d):
                 entries[p + k] = (contrib[k] if D.jc_first[c]
                                   else self.plus(entries.get(p + k), contrib[k]))
@@ -255,10 +276,10 @@ def module_ir(data, rows) -> str:
     chunks = np.split(np.arange(len(rows)), np.flatnonzero(np.diff(sizes // CHUNK)) + 1)
     texts = []
     for name, args, emit in (
-            ("phi_jac", ("%q", "%fval", "%phi", "%values"), ("phi", "jacobian")),
-            ("phi", ("%q", "%fval", "%phi"), ("phi",)),
-            ("phi_t", ("%q", "%fval", "%out"), ("phi_t",)),
-            ("gamma", ("%q", "%qd", "%fval", "%out"), ("gamma",))):
+            ("phi_jac", ("%c", "%q", "%fval", "%phi", "%values"), ("phi", "jacobian")),
+            ("phi", ("%c", "%q", "%fval", "%phi"), ("phi",)),
+            ("phi_t", ("%c", "%q", "%fval", "%out"), ("phi_t",)),
+            ("gamma", ("%c", "%q", "%qd", "%fval", "%out"), ("gamma",))):
         for k, chunk in enumerate(chunks):
             g = _Rows(data, part(name, args, k, len(chunks)))
             for i in chunk:
@@ -282,12 +303,48 @@ def work(data, rows) -> int:
     return int(np.sum(data.jc_start[rows + 1] - data.jc_start[rows])) + terms + len(rows)
 
 
+def offsets(data) -> dict[str, int]:
+    """Where each of :data:`COEFFICIENTS` starts in the coefficient array
+    (:func:`coefficients`)."""
+    sizes = [np.size(getattr(data, name)) for name in COEFFICIENTS]
+    return dict(zip(COEFFICIENTS, np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()))
+
+
+def coefficients(data) -> np.ndarray:
+    """The coefficient array ``%c`` the code reads (``data.coef``): :data:`COEFFICIENTS`
+    flattened and concatenated, as :func:`offsets` places them."""
+    return np.concatenate([np.ravel(getattr(data, name)) for name in COEFFICIENTS]
+                          ).astype(np.float64)
+
+
+def _kinds(x: np.ndarray) -> np.ndarray:
+    """0, 1, -1 or anything else (3): all the code depends on of a coefficient."""
+    x = np.ravel(x)
+    return np.select([x == 0.0, x == 1.0, x == -1.0], [0, 1, 2], 3).astype(np.int8)
+
+
+def structure_key(data, rows) -> bytes:
+    """What :func:`module_ir` reads of ``data`` for ``rows``, as one digest: the rows, the
+    arrays of :data:`STRUCTURE`, and of each of :data:`COEFFICIENTS` its size and which
+    entries are 0, 1 or -1 (the code leaves those out). Two geometries of one model, which
+    differ in their coefficients only, get the same code."""
+    h = hashlib.sha256(repr((int(data.dim), CHUNK)).encode())
+    h.update(np.ascontiguousarray(rows, np.int64).tobytes())
+    for name in STRUCTURE:
+        h.update(np.ascontiguousarray(getattr(data, name), np.int64).tobytes())
+    for name in COEFFICIENTS:
+        h.update(np.int64(np.size(getattr(data, name))).tobytes())
+        h.update(_kinds(getattr(data, name)).tobytes())
+    return h.digest()
+
+
 def compile_rows(data, rows) -> np.ndarray:
     """The code of a row set: the addresses of its four functions, or :data:`NO_CODE` (use the
     loops) for an empty set, a set above ``LIMIT``, with ``KINEDYN_NATURAL_CODEGEN=0``, or when
-    LLVM refuses the IR."""
+    LLVM refuses the IR. Kept per :func:`structure_key` for the process (the IR is not built
+    again for another geometry of the same model). The functions take ``data.coef`` first."""
     if len(rows) == 0 or work(data, rows) > LIMIT or os.environ.get(SWITCH, "1") == "0":
         return NO_CODE
-    code = compile_or_warn(module_ir(data, rows), NAMES, "natural",
-                           f"natural coordinates, {len(rows)} equations")
+    code = compile_structure(structure_key(data, rows), lambda: module_ir(data, rows), NAMES,
+                             "natural", f"natural coordinates, {len(rows)} equations")
     return NO_CODE if code is None else code

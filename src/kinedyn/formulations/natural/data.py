@@ -39,6 +39,8 @@ class NaturalData(NamedTuple):
     jc_pos: np.ndarray       # CSR position of the block's first column (dim columns follow)
     jc_first: np.ndarray     # 1 for the first contribution to its block (assigns), 0 (adds)
     jac_const: np.ndarray    # (nnz,) Jacobian values of LINEAR rows, which are constant
+    coef: np.ndarray         # the coefficients above as the generated code reads them
+                             # (.codegen.coefficients: the code is the same for any geometry)
     fn_ops: np.ndarray       # tapes of the functions of time (model's + derived)
     fn_args: np.ndarray
     fn_start: np.ndarray

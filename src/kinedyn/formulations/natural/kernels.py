@@ -175,23 +175,23 @@ def _ov_split(rows):
     return lambda rows: (rows.rows, rows.ents, True)
 
 
-def _coded(rows, slot, arrays):
-    """Run the row set's generated function ``slot`` (:mod:`.codegen`) on ``arrays``: True; or
-    False when there is none (a plain row array, no code for the set, an array that is not
-    C-contiguous float64): the caller runs the loops."""
+def _coded(data, rows, slot, arrays):
+    """Run the row set's generated function ``slot`` (:mod:`.codegen`) on the coefficients
+    ``data.coef`` and ``arrays``: True; or False when there is none (a plain row array, no code
+    for the set, an array that is not C-contiguous float64): the caller runs the loops."""
 
 
 @overload_inlined(_coded, jit_options=protocol.JIT)
-def _ov_coded(rows, slot, arrays):
+def _ov_coded(data, rows, slot, arrays):
     if isinstance(rows, types_nb.Array) or not all(c_float64(a) for a in arrays.types):
-        return lambda rows, slot, arrays: False
-    zeros = (0,) * len(arrays.types)
+        return lambda data, rows, slot, arrays: False
+    zeros = (0,) * (len(arrays.types) + 1)
 
-    def impl(rows, slot, arrays):
+    def impl(data, rows, slot, arrays):
         address = rows.code[slot]
         if address == 0:
             return False
-        call(address, arrays, zeros, ())
+        call(address, (data.coef,) + arrays, zeros, ())
         return True
     return impl
 
@@ -326,7 +326,7 @@ def _phi_jac_args(data, work, q, t, rows, phi, values, want_phi, want_jac):
 @nb.njit(**_WRAP)
 def natural_phi(data, work, q, t, rows, phi):
     _time(data, work, t)
-    if not _coded(rows, PHI, (q, work.fval, phi)):
+    if not _coded(data, rows, PHI, (q, work.fval, phi)):
         _in_dim(_phi_jac_w, data.dim,
                 _phi_jac_args(data, work, q, t, rows, phi, work.nothing, True, False))
 
@@ -336,7 +336,7 @@ def natural_phi_q(data, work, q, t, rows, values):
     # the code of Phi with Phi_q, its Phi into scratch: a few operations per row more than a
     # Jacobian of its own would take, and one function less to compile per row set
     _time(data, work, t)
-    if not _coded(rows, PHI_JAC, (q, work.fval, work.phi, values)):
+    if not _coded(data, rows, PHI_JAC, (q, work.fval, work.phi, values)):
         _in_dim(_phi_jac_w, data.dim,
                 _phi_jac_args(data, work, q, t, rows, work.nothing, values, False, True))
 
@@ -344,7 +344,7 @@ def natural_phi_q(data, work, q, t, rows, values):
 @nb.njit(**_WRAP)
 def natural_phi_and_phi_q(data, work, q, t, rows, phi, values):
     _time(data, work, t)
-    if not _coded(rows, PHI_JAC, (q, work.fval, phi, values)):
+    if not _coded(data, rows, PHI_JAC, (q, work.fval, phi, values)):
         _in_dim(_phi_jac_w, data.dim,
                 _phi_jac_args(data, work, q, t, rows, phi, values, True, True))
 
@@ -368,7 +368,7 @@ def _phi_t_w(dims, E, mark, con_kind, con_fn, fval, q, rows, out):
 @nb.njit(**_WRAP)
 def natural_phi_t(data, work, q, t, rows, out):
     _time(data, work, t)
-    if _coded(rows, PHI_T, (q, work.fval, out)):
+    if _coded(data, rows, PHI_T, (q, work.fval, out)):
         return
     _in_dim(_phi_t_w, data.dim, (_ents(data, work, work.ent, work.stamp), _next_mark(work),
                                  data.con_kind, data.con_fn, work.fval, q, _split(rows)[0], out))
@@ -420,7 +420,7 @@ def _gamma_w(dims, E, Ed, mark, con_kind, con_fn, fval, q, qd, rows, ents, liste
 @nb.njit(**_WRAP)
 def natural_gamma(data, work, q, qd, t, rows, out):
     _time(data, work, t)
-    if _coded(rows, GAMMA, (q, qd, work.fval, out)):
+    if _coded(data, rows, GAMMA, (q, qd, work.fval, out)):
         return
     rows, ents, listed = _split(rows)
     _in_dim(_gamma_w, data.dim, (_ents(data, work, work.ent, work.stamp),
