@@ -92,6 +92,28 @@ def test_number_expressions(text, value):
     assert ex.evaluate_number(text, {"L": 0.5}) == pytest.approx(value, rel=1e-15)
 
 
+def test_a_number_is_kept_by_the_values_of_the_parameters_it_names(monkeypatch):
+    """The cache of evaluated fields (a design study compiles its model once per case): another
+    value of a parameter the text names gives its new value, another value of one it does not
+    name reuses the old; an error is not kept, and names its own location each time."""
+    monkeypatch.setattr(ex, "_NUMBERS", {})
+    evaluated = []
+    fresh = ex._evaluated
+    monkeypatch.setattr(ex, "_evaluated", lambda *a: evaluated.append(a[0]) or fresh(*a))
+    text = "2*L + sin(pi/7)"
+    first = ex.evaluate_number(text, {"L": 0.5, "M": 1.0})
+    assert first == pytest.approx(1.0 + math.sin(math.pi / 7), rel=1e-15)
+    assert ex.evaluate_number(text, {"L": 0.5, "M": 3.0}) == first
+    assert ex.evaluate_number(text, {"L": 0.25, "M": 3.0}) == pytest.approx(
+        0.5 + math.sin(math.pi / 7), rel=1e-15)
+    assert len(evaluated) == 2
+    assert ex.evaluate_number("pi", {"pi": 3.0}) == 3.0 != ex.evaluate_number("pi", {})
+    for where in ("a.b", "c.d"):
+        with pytest.raises(ModelError, match="unknown name 'L'") as info:
+            ex.evaluate_number("2*L", {}, location=where)
+        assert info.value.location == where
+
+
 def test_time_functions_give_value_and_two_derivatives():
     """The tape of a function of time matches its derivatives by finite differences."""
     system = MODELS["stewart-paper"].build()

@@ -108,12 +108,13 @@ def mass_blocks(M: np.ndarray) -> list[np.ndarray] | None:
 
 
 def build(f, M, rows, *, alpha=0.0, beta=0.0, project=False, tol=1e-12, max_iter=20,
-          pivot_tol=1e-12, dense=None):
+          pivot_tol=1e-12, dense=None, blocks=None):
     """Schur system and work for formulation ``f`` (its data's ``jac_indptr``, ``jac_indices``)
     with constant mass matrix ``M`` (dense); None when M is not positive definite. ``dense``:
-    force (True) or forbid (False) the dense small-system path (default: ``n_q <= DENSE_MAX``)."""
+    force (True) or forbid (False) the dense small-system path (default: ``n_q <= DENSE_MAX``).
+    ``blocks``: :func:`mass_blocks` of M, when the caller has them."""
     form = f.data
-    blocks = mass_blocks(M)
+    blocks = mass_blocks(M) if blocks is None else blocks
     if blocks is None:
         return None
     n_q = M.shape[0]

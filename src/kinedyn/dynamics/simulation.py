@@ -178,12 +178,16 @@ class Dynamics:
                               influence_limit=influence_limit, symbolic=symbolic)
         self.f = f = formulation_for(model)
         mass = getattr(f, "mass_dense", None)  # formulations with a constant mass matrix
+        # its connected blocks where the Schur solver is asked for or may be chosen (None: no
+        # constant mass matrix, or not positive definite)
+        self._mass_blocks = (mass_blocks(mass) if mass is not None and (
+            solver == "schur" or solver is None and integrator != "reference") else None)
         if solver is None:
             solver = ("dense" if integrator == "reference" else
-                      "schur" if mass is not None and mass_blocks(mass) is not None else "sparse")
+                      "schur" if self._mass_blocks is not None else "sparse")
         if solver not in SOLVERS:
             raise UnknownNameError("linear solver", solver, SOLVERS)
-        if solver == "schur" and (mass is None or mass_blocks(mass) is None):
+        if solver == "schur" and self._mass_blocks is None:
             raise ModelError("the 'schur' solver needs a constant, positive definite mass matrix "
                              f"(natural coordinates, every coordinate with mass); {f.name!r} on "
                              f"{f.model.name!r} has none: use solver='sparse' or 'dense'")
@@ -287,7 +291,7 @@ class Dynamics:
         if self.solver_name == "schur":
             system = schur.build(f, f.mass_dense, self.rows, alpha=self.baumgarte[0],
                                  beta=self.baumgarte[1], project=project, tol=self.tol,
-                                 max_iter=self.max_iter)
+                                 max_iter=self.max_iter, blocks=self._mass_blocks)
             return system, schur.make_work(system, f.make_work())
         lay, solver, swork = self._kkt(q, t)
         n_c = len(self.rows)

@@ -237,7 +237,7 @@ def program_key(program: Program) -> bytes:
     """A digest of all :func:`program_ir` reads: the program's arrays (its constants too)."""
     h = hashlib.sha256()
     for a in map(np.ascontiguousarray, program):
-        h.update(f"{a.shape} {a.dtype}".encode())
+        h.update(f"{a.shape} {a.dtype.char}".encode())
         h.update(a.tobytes())
     return h.digest()
 

@@ -91,12 +91,13 @@ def check_study(study: Study) -> None:
 
 
 def run_case(study: Study, i: int) -> Outcome:
-    """Run case ``i`` of ``study`` (in this process). Only numbers leave it: the code generated
-    for the case's model is freed at its end (:func:`kinedyn._llvm.transient_code`), so a
-    callable metric must not keep the results."""
+    """Run case ``i`` of ``study`` (in this process). Only numbers leave it: code generated
+    for this case alone (its functions of time, when a varied parameter enters them) is freed
+    after it, once later cases have made enough of their own
+    (:func:`kinedyn._llvm.transient_code`), so a callable metric must not keep the results."""
     parameters, inputs = study.cases.overrides(i)
     stage, start = STAGES[0], time.perf_counter()
-    # the code generated for this case's geometry serves it only: freed after it
+    # the code generated for this case's parameters serves it only: freed after it
     with transient_code(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", AccuracyWarning)
         try:
