@@ -220,7 +220,7 @@ def transient_code(folders=("functions",)):
 
     For a design study (:mod:`kinedyn.sweep`): a case's functions of time (the default folder)
     may be its own, when a varied parameter enters them. Kept, they grew a worker by 60 kB and
-    the disk cache by a 5-kB file per case. Code of other cases' that a case uses again (the
+    the disk cache by a 5-kB file per case. Code of earlier cases that a case uses again (the
     functions when no varied parameter enters them) is kept while cases use it, so it is not
     compiled again for each case. Code compiled before the block is untouched, and code that
     serves a whole structure (sparse LU, natural constraints: :func:`compile_structure`) is
