@@ -2,6 +2,8 @@
 freed while their addresses are in use (two threads compiling the same module)."""
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from kinedyn import _llvm
@@ -91,3 +93,12 @@ def test_a_structure_builds_its_ir_once_while_its_code_lives(monkeypatch, tmp_pa
     _llvm.compile_structure(b"s", make, ("seven",), "test", "seven")
     assert len(built) == 2
     assert _llvm.compile_structure(b"none", lambda: None, ("seven",), "test", "seven") is None
+    bad = TEXT.replace("ret i64 0", "ret i64 %undefined")
+    with pytest.warns(RuntimeWarning, match="the bad seven: no generated code"):
+        assert _llvm.compile_structure(b"bad", lambda: built.append(2) or bad, ("seven",), "test",
+                                       "the bad seven") is None
+    with warnings.catch_warnings():   # not tried again: no second warning, no IR built
+        warnings.simplefilter("error")
+        for structure in (b"bad", b"none"):
+            assert _llvm.compile_structure(structure, make, ("seven",), "test", "x") is None
+    assert built == [1, 1, 2]

@@ -172,7 +172,12 @@ def entry_point(dispatcher, args):
     tuples of dozens of arrays) took 35 of a four-bar step call's 50 us. The caller must pass
     arguments of exactly those types (the same objects, or arrays of the same dtype, rank and
     layout), since the entry point unboxes them as its signature says."""
-    known, key = _ENTRIES.setdefault(dispatcher, {}), _arguments_key(args)
+    return _entry_point(dispatcher, args, _arguments_key(args))
+
+
+def _entry_point(dispatcher, args, key):
+    """:func:`entry_point`, ``key`` the arguments' :func:`_arguments_key`."""
+    known = _ENTRIES.setdefault(dispatcher, {})
     if key in known:
         return known[key]
     signature = tuple(dispatcher.typeof_pyval(a) for a in args)
@@ -190,11 +195,12 @@ def resolved_call(dispatcher, args):
     process, the call goes through the entry point at once: no type resolution at all (a design
     study builds a new run for each of its cases; Numba's and the entry point's resolution of
     the four-bar's run took 2 x 3 ms of a 16-ms case)."""
-    entry = _ENTRIES.get(dispatcher, {}).get(_arguments_key(args))
+    key = _arguments_key(args)
+    entry = _ENTRIES.get(dispatcher, {}).get(key)
     if entry is not None:
         return entry(*args), entry
     result = dispatcher(*args)
-    return result, entry_point(dispatcher, args)
+    return result, _entry_point(dispatcher, args, key)
 
 
 # dispatcher -> {key of the arguments' types: entry point}; a dispatcher of generated code

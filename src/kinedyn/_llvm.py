@@ -33,6 +33,7 @@ from ._cache import cache_root
 _ENGINES: dict = {}  # key -> (engine, addresses); kept for the life of the process
 _TRANSIENT: list = []  # open transient_code() blocks: (folders, keys first compiled in them)
 _STRUCTURES: dict = {}  # (folder, structure digest) -> key in _ENGINES (compile_structure)
+NO_IR = ""  # in _STRUCTURES: the structure has no code
 _RECENT: dict = {}  # keys of transient engines kept after their blocks, least recent first
 KEEP_TRANSIENT = 16  # of those, how many are kept (see transient_code)
 HEADER = "declare double @llvm.fabs.f64(double)"
@@ -184,14 +185,16 @@ def compile_structure(structure: bytes, make_ir, names: tuple, folder: str, subj
     function of the bytes ``structure`` (a digest of what it reads): the IR is built once per
     structure while its engine lives (building it can take longer than loading its object
     code). For generators whose code serves many inputs of one structure: the LU of a sparsity
-    pattern, the natural constraints of a model whatever its geometry."""
+    pattern, the natural constraints of a model whatever its geometry. A structure with no code
+    (``make_ir()`` gave None, or LLVM refused the IR, with one warning) is not tried again."""
     key = _STRUCTURES.get((folder, structure))
+    if key == NO_IR:
+        return None
     if key is not None and key in _ENGINES:   # (freed by transient_code: built again)
         return _used(key, folder)
     text = make_ir()
     addresses = None if text is None else compile_or_warn(text, names, folder, subject)
-    if addresses is not None:
-        _STRUCTURES[folder, structure] = _engine_key(text, names)
+    _STRUCTURES[folder, structure] = NO_IR if addresses is None else _engine_key(text, names)
     return addresses
 
 
