@@ -67,10 +67,15 @@ def source_digest() -> str:
     return digest.hexdigest()[:16]
 
 
+def cache_base() -> Path:
+    """The folder of the source versions' caches: ``$XDG_CACHE_HOME/kinedyn/numba``."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kinedyn" / "numba"
+
+
 def configure() -> None:
     if os.environ.get("NUMBA_CACHE_DIR"):
         return
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kinedyn" / "numba"
+    base = cache_base()
     cache = base / source_digest()
     try:
         cache.mkdir(parents=True, exist_ok=True)

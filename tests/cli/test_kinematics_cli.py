@@ -66,8 +66,44 @@ def test_parameter_override_changes_the_motion(tmp_path):
     assert json.loads((out / "summary.json").read_text())["parameters"] == {"crank_speed": 1.0}
 
 
+def test_reactions_give_the_crank_torque_that_balances_the_power(tmp_path, capsys):
+    """--reactions: inverse dynamics of the driven four-bar. The crank's torque times its speed
+    is the rate of the mechanism's energy (kinetic + gravity); --actuators A gives the same
+    torque as the actuated joint's effort."""
+    out = tmp_path / "fb"
+    assert main(["kinematics", "four-bar-driven", "--t-end", "1", "--dt", "0.002", "--out",
+                 str(out), "--reactions", "--no-progress"]) == 0
+    assert {"efforts.png", "residuals.png", "motion.png"} <= {p.name for p in out.iterdir()}
+    data = np.load(out / "results.npz")
+    s = json.loads((out / "summary.json").read_text())
+    torque = data["effort.crank_drive"]
+    assert s["max_effort"]["crank_drive"] == pytest.approx(np.abs(torque).max(), rel=1e-12)
+    assert s["max_newton_euler_residual"] < 1e-9 and "reaction.D.force_y" in data
+    # energy of the three uniform links (mass 1, inertia l^2/12, centre of mass halfway
+    # between their end points A and B) from the recorded motion
+    energy = 0.0
+    for body, length in (("crank", 0.1), ("coupler", 0.4), ("rocker", 0.3)):
+        def mid(ch):
+            return (data[f"point.{body}.A.{ch}"] + data[f"point.{body}.B.{ch}"]) / 2
+        energy = energy + 0.5 * (mid("x_d") ** 2 + mid("y_d") ** 2) + 9.81 * mid("y") \
+            + 0.5 * length**2 / 12 * data[f"body.{body}.angle_d"] ** 2
+    power = torque * data["joint.A.angle_d"]
+    np.testing.assert_allclose(np.gradient(energy, data["time"])[2:-2], power[2:-2],
+                               atol=2e-3 * np.abs(power).max())
+    text = capsys.readouterr().out
+    assert f"max |effort|: crank_drive {s['max_effort']['crank_drive']:.6g}" in text
+    # the crank's joint as the actuator: the same torque, under the joint's name
+    assert main(["kinematics", "four-bar-driven", "--t-end", "1", "--dt", "0.002", "--out",
+                 str(out), "--actuators", "A", "--plot", "effort.*", "--no-progress"]) == 0
+    again = np.load(out / "results.npz")
+    assert "effort.crank_drive" not in again
+    np.testing.assert_allclose(again["effort.A"], torque, atol=1e-9 * np.abs(torque).max())
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--plot", "joint.Q.angle"], "--plot: unknown channel 'joint.Q.angle'"),
+    (["--actuators", "Z"], "--actuators: unknown actuated joint 'Z'"),
+    (["--actuators", ","], "no actuators given"),
     (["--dt", "2"], "dt (2) is longer than the simulated interval"),
     (["--t0", "3"], "--t-end (1) must be greater than --t0 (3)"),
     (["--t0=-inf"], "t0 must be a finite number, got -inf"),

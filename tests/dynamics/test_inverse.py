@@ -135,6 +135,28 @@ def test_driver_efforts_of_a_driven_crank_match_the_reactions():
                                atol=1e-3 * np.abs(power).max())
 
 
+def test_a_kinematic_runs_loads_equal_a_forward_runs():
+    """KinematicResults.reactions (inverse dynamics of the groups strategy's motion) gives the
+    driver's effort and the joint reactions of a forward-dynamics run of the same driven
+    four-bar (projection / RK4), without computing the run's other channels first."""
+    from kinedyn.dynamics import Dynamics
+    from kinedyn.kinematics import Kinematics
+    m = kinedyn.models.get("four-bar-driven").compile()
+    kin = Kinematics(m, strategy="groups").simulate(0.5, 1e-3)
+    loads = kin.reactions()
+    assert kin._channels is None and set(kin.named(["effort.crank_drive", "joint.A.angle"])) \
+        == {"effort.crank_drive", "joint.A.angle"}
+    ref = Dynamics(m, method="projection", integrator="rk4").simulate(0.5, 1e-3).reactions()
+    for name in ("effort.crank_drive", "reaction.A.force_x", "reaction.C.force_y",
+                 "reaction.D.force_x"):
+        np.testing.assert_allclose(loads[name], ref[name], atol=1e-6 * np.abs(ref[name]).max())
+    assert kin.summary["max_effort"] == {"crank_drive": np.abs(loads["effort.crank_drive"]).max()}
+    assert kin.summary["undetermined_efforts"] == []
+    assert set(loads) <= set(kin.channels) and "body.coupler.angle" in kin.channels
+    with pytest.raises(UnknownNameError, match="unknown actuated joint 'Z'"):
+        kin.reactions("A, Z")
+
+
 def test_bad_actuators_are_named():
     m = gough_stewart(driven=True).compile()
     with pytest.raises(UnknownNameError, match="actuated joint"):

@@ -16,7 +16,7 @@ from kinedyn import models
 from kinedyn.cli import main
 from kinedyn.errors import ModelError, UnknownNameError
 import kinedyn.sweep.study
-from kinedyn.sweep import make_cases, sweep
+from kinedyn.sweep import load_sweep, make_cases, sweep
 from kinedyn.sweep.runner import run_case
 
 G = 9.81
@@ -84,6 +84,39 @@ def test_sampled_lengths_swing_at_the_energy_rate_and_load_the_pin_with_2_5_mg()
     np.testing.assert_allclose(res.metric("peak"), np.sqrt(3 * G / L), rtol=1e-5)
     np.testing.assert_allclose(res.metric("load"), 2.5 * 2.0 * G, rtol=1e-5)
     assert res.summary["rank_correlation"]["peak"]["length"] == pytest.approx(-1.0)
+
+
+def test_a_kinematics_study_reads_the_efforts_that_produce_the_motion():
+    """Inverse dynamics in a kinematics study. Every link's mass and inertia scale with
+    link_mass and the motion does not depend on it, so the crank torque (gravity and inertia
+    alike) and the pin loads are linear in it; each case equals its own run's loads; the crank
+    joint as the actuator gives the driver's torque."""
+    from kinedyn.kinematics import Kinematics
+    study = dict(analysis="kinematics", t_end=1.0, dt=2e-3, scheduler="serial",
+                 vary={"crank_length": [0.08, 0.1], "link_mass": [1.0, 2.0, 3.0]})
+    res = sweep(models.get("four-bar-driven"), metrics={
+        "torque": "absmax(effort.crank_drive)", "pin": "max(reaction.D.force_y)",
+        "swing": "range(joint.D.angle)"}, **study)
+    assert res.ok.all()
+    for name in ("torque", "pin"):
+        per_mass = res.metric(name).reshape(2, 3) / res.value("link_mass").reshape(2, 3)
+        np.testing.assert_allclose(per_mass, per_mass[:, :1] * np.ones(3), rtol=1e-9)
+    assert res.metric("torque")[0] != pytest.approx(res.metric("torque")[3], rel=1e-3)
+    swing = res.metric("swing").reshape(2, 3)   # the motion is the mass's own
+    np.testing.assert_allclose(swing, swing[:, :1] * np.ones(3), rtol=1e-12)
+    for i in (0, 5):
+        row = res.row(i)
+        kin = Kinematics(models.get("four-bar-driven").compile(
+            {"crank_length": row["crank_length"], "link_mass": row["link_mass"]})).simulate(
+                1.0, 2e-3)
+        loads = kin.reactions()
+        assert row["torque"] == pytest.approx(np.abs(loads["effort.crank_drive"]).max(),
+                                              rel=1e-12)
+        assert row["pin"] == pytest.approx(loads["reaction.D.force_y"].max(), rel=1e-12)
+    joint = sweep(models.get("four-bar-driven"), actuators="A",
+                  metrics={"torque": "absmax(effort.A)"}, **study)
+    np.testing.assert_allclose(joint.metric("torque"), res.metric("torque"), rtol=1e-9)
+    assert joint.summary["actuators"] == ["A"] and "actuators" not in res.summary
 
 
 def test_a_design_that_does_not_assemble_is_recorded_and_the_others_run():
@@ -200,6 +233,12 @@ def test_samples_follow_their_distributions_and_seeds():
     (dict(vary={"length": [1, 2]}, scheduler="lcoal"), ModelError, "got 'lcoal'"),
     (dict(vary={"length": [1]}, analysis="kinematics", record_every=2), ModelError,
      "record_every applies to dynamics"),
+    (dict(vary={"length": [1]}, actuators="pin"), ModelError,
+     "actuators apply to a kinematics study"),
+    (dict(vary={"length": [1]}, analysis="kinematics", actuators="pn"), UnknownNameError,
+     "unknown actuated joint 'pn'"),
+    (dict(vary={"length": [1]}, analysis="kinematics", actuators=[]), ModelError,
+     "no actuators given"),
 ])
 def test_bad_studies_are_refused_before_they_run(kwargs, error, message):
     study = dict(metrics={"a": "final(joint.pin.angle)"}, t_end=0.1, dt=0.01, workers=2)
@@ -244,6 +283,42 @@ def test_the_sweep_command_writes_its_table_summary_and_picture(tmp_path, capsys
     summary = json.loads((out / "sweep.json").read_text())
     assert summary["analysis"] == "kinematics" and summary["succeeded"] == 2
     assert (out / "sweep.png").stat().st_size > 10_000
+    # read back: the same cases, metrics and summary; drawn again by `kinedyn plot`
+    back = load_sweep(out / "sweep.json")
+    assert back.names == ("crank_length",) and back.kinds == ("parameter",)
+    np.testing.assert_allclose(back.metric("stroke"), [0.2, 0.4], atol=1e-9)
+    assert back.ok.all() and back.summary == summary and back.row(1)["case"] == 1
+    assert back.best("stroke", maximize=True)["crank_length"] == pytest.approx(0.2)
+    (out / "sweep.png").unlink()
+    assert main(["plot", str(out), "--plot", "str*"]) == 0
+    again = capsys.readouterr().out
+    assert "stroke: min 0.2 (case 0), max 0.4 (case 1)" in again and "sweep.png" in again
+    assert (out / "sweep.png").stat().st_size > 10_000
+
+
+def test_a_saved_study_with_failures_reads_back_and_bad_files_are_named(tmp_path, capsys):
+    res = sweep(models.get("four-bar"), vary={"crank_length": [0.1, 2.0]}, t_end=0.02,
+                dt=1e-3, metrics={"w": "absmax(body.rocker.angle_d)"}, scheduler="serial")
+    res.save(tmp_path)
+    back = load_sweep(tmp_path)
+    assert back.ok.tolist() == [True, False] and back.errors == res.errors
+    np.testing.assert_array_equal(back.metrics, res.metrics)      # NaN where it failed
+    np.testing.assert_array_equal(back.values, res.values)
+    assert back.warnings == res.warnings and "failed=1" in repr(back)
+    for argv, message in ((["--plot", "v"], "--plot: unknown metric 'v'; known: w"),
+                          (["--animate"], "--animate draws a run's motion")):
+        assert main(["plot", str(tmp_path), *argv]) == 2
+        assert message in capsys.readouterr().err
+    table = (tmp_path / "sweep.csv").read_text().splitlines()
+    (tmp_path / "sweep.csv").write_text("\n".join([table[0], table[1].replace("0.1", "a", 1)]))
+    with pytest.raises(ModelError, match=r"sweep.csv: line 2: could not convert .*'a'"):
+        load_sweep(tmp_path)
+    (tmp_path / "sweep.csv").write_text("case,crank_length,v,error,warnings,seconds\n0,1,1,,,1\n")
+    with pytest.raises(ModelError, match="line 2 has no column 'w'"):
+        load_sweep(tmp_path)
+    (tmp_path / "sweep.json").unlink()
+    with pytest.raises(ModelError, match="sweep.json: no such file"):
+        load_sweep(tmp_path / "sweep.csv")
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -251,6 +326,8 @@ def test_the_sweep_command_writes_its_table_summary_and_picture(tmp_path, capsys
     (["--vary", "crank_length=1", "--vary", "crank_length=2"], "given twice"),
     (["--vary", "crank_length=1", "--samples", "5"], "--samples counts draws"),
     (["--vary", "crank_length=1", "--method", "projection"], "--method applies to dynamics"),
+    (["--vary", "crank_length=1", "--analysis", "dynamics", "--actuators", "crank_pin"],
+     "actuators apply to a kinematics study"),
     (["--sample", "crank_length=normal(0.3)"], "takes (mean, std)"),
 ])
 def test_the_sweep_command_names_bad_arguments(argv, message, capsys, tmp_path):

@@ -117,6 +117,19 @@ def check_plot(patterns, names) -> None:
         raise err.at(location="--plot") from None
 
 
+#: channel prefixes of the joint loads, computed after a run (``Results.reactions``)
+LOAD_CHANNELS = ("reaction", "effort")
+
+
+def check_plot_loads(patterns, names) -> bool:
+    """:func:`check_plot` for the patterns other than the joint loads (``reaction.*``,
+    ``effort.*``: computed after the run, for the joints the model has); whether any pattern
+    asks for the loads."""
+    loads = [p for p in patterns if p.startswith(LOAD_CHANNELS)]
+    check_plot([p for p in patterns if p not in loads], names)
+    return bool(loads)
+
+
 def add_motion_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--animate", action="store_true",
                         help="also write motion.gif, the mechanism moving (at most 150 "

@@ -4,14 +4,16 @@ Positions by Newton-Raphson (tracking mode), velocities and accelerations each s
 Equations paper eqs. 1-3, global formulation in natural coordinates). Writes ``results.csv``,
 ``results.npz`` and ``summary.json`` to the output folder, plus ``channels.png`` for the
 ``--plot`` channels, ``residuals.png`` (constraint residuals at position, velocity and
-acceleration level) and ``motion.png`` (the mechanism at six instants over its points' paths;
-``--animate``: also ``motion.gif``, :mod:`kinedyn.viz.motion`).
+acceleration level), with ``--reactions`` or ``--actuators`` the joint loads that produce the
+motion (inverse dynamics) as channels and ``efforts.png``, and ``motion.png`` (the mechanism
+at six instants over its points' paths; ``--animate``: also ``motion.gif``,
+:mod:`kinedyn.viz.motion`).
 """
 from __future__ import annotations
 
 from ..errors import ModelError, run_steps
 from ..progress import progress_bar
-from .common import (add_model_argument, add_motion_arguments, check_plot, compile_model,
+from .common import (add_model_argument, add_motion_arguments, check_plot_loads, compile_model,
                      motion_files, output_dir, parameters, positive_float, warnings_printed)
 
 
@@ -46,9 +48,16 @@ def register(sub) -> None:
                    help="Newton iteration limit (default 25)")
     p.add_argument("--fixed-iterations", action="store_true",
                    help="do exactly --max-iter Newton iterations per step (real-time mode)")
+    p.add_argument("--reactions", action="store_true",
+                   help="inverse dynamics: the joint reactions and the drivers' efforts that "
+                        "produce the motion (Newton-Euler) as channels, plotted in efforts.png")
+    p.add_argument("--actuators", metavar="JOINTS",
+                   help="comma-separated actuated joints whose efforts replace the drivers' "
+                        "(implies --reactions; the drivers then only prescribe the motion), "
+                        "e.g. P1,P2,P3,P4,P5,P6 or R1:angle")
     p.add_argument("--plot", action="append", default=[], metavar="CHANNEL",
                    help="channel name or glob pattern to plot (repeatable), e.g. "
-                        "'joint.A.angle' or 'body.platform.*'")
+                        "'joint.A.angle', 'body.platform.*' or 'effort.*'")
     p.add_argument("--out", metavar="DIR", help="output folder (default results/<model>-kinematics)")
     add_motion_arguments(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -76,6 +85,7 @@ def check_times(t0: float, t_end: float, dt: float) -> int:
 
 
 def run(args) -> int:
+    from ..dynamics.inverse import parse_actuators
     from ..kinematics import Kinematics
     from ..kinematics.results import channel_names
     from ..viz.plots import plot_channels, plot_log
@@ -91,11 +101,20 @@ def run(args) -> int:
                          strategy=args.strategy, threads=args.threads, retune=args.retune)
     if kin.tuning is not None:
         print(kin.tuning)
-    check_plot(args.plot, channel_names(kin.f))
+    loads = check_plot_loads(args.plot, channel_names(kin.f)) or args.reactions or \
+        args.actuators is not None
+    if args.actuators is not None:  # named before the run, not after it
+        try:
+            parse_actuators(model, args.actuators)
+        except ModelError as err:
+            raise err.at(location="--actuators") from None
     out = output_dir(args.out, f"results/{model.name}-kinematics")
     with warnings_printed(), progress_bar(f"{model.name}: {steps} steps",
                                           enabled=not args.no_progress) as update:
         res = kin.simulate(args.t_end, args.dt, t0=args.t0, progress=update)
+    if loads:
+        with warnings_printed():
+            res.reactions(args.actuators)
     res.summary["parameters"] = {k: float(v) for k, v in parameters(args).items()}
     files = res.save(out)
     if args.plot:
@@ -103,6 +122,9 @@ def run(args) -> int:
                                    title=f"{model.name}: kinematics ({kin.solver_name})"))
     files.append(plot_log(res, ["residual.*"], out / "residuals.png",
                           f"{model.name}: constraint residuals", "max |residual|"))
+    if loads:
+        files.append(plot_channels(res, ["effort.*"], out / "efforts.png",
+                                   title=f"{model.name}: efforts that produce the motion"))
     files += motion_files(res, out, args.animate, model)
     s = res.summary
     r = s["max_residual"]
@@ -116,6 +138,9 @@ def run(args) -> int:
     if s["sparse_reanalyses"]:  # each a return to Python: a visible cost in short steps
         print(f"sparse pivot order re-analysed {s['sparse_reanalyses']} times, "
               f"{s['sparse_orders_reused']} of them with an order analysed before")
+    if loads:
+        print("max |effort|: " + ", ".join(f"{k} {v:.6g}" for k, v in s["max_effort"].items())
+              + f"; Newton-Euler residual {s['max_newton_euler_residual']:.2e}")
     print("written: " + ", ".join(str(f) for f in files))
     return 0
 

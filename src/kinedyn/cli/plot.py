@@ -3,7 +3,9 @@
 Reads the results a run saved (``results.npz`` or ``results.csv`` in a folder, and its
 ``summary.json``: :func:`kinedyn.load_results`) and draws the mechanism's motion
 (``motion.png``; ``--animate``: ``motion.gif``; :mod:`kinedyn.viz.motion`) and the
-``--plot`` channels (``channels.png``), by default into the results' own folder.
+``--plot`` channels (``channels.png``), by default into the results' own folder. A design
+study's folder (``sweep.csv`` and ``sweep.json``: :func:`kinedyn.sweep.load_sweep`) gets its
+report printed again and ``sweep.png`` drawn again, of the ``--plot`` metrics.
 """
 from __future__ import annotations
 
@@ -14,16 +16,21 @@ from .common import check_plot, load_system, output_dir
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "plot", help="draw saved results again: the mechanism's motion, chosen channels",
+        "plot", help="draw saved results again: the mechanism's motion, chosen channels, a "
+                     "design study's metrics",
         description="Pictures from the results of an earlier run (a folder written by "
                     "`kinedyn kinematics` or `kinedyn simulate`, or its results.npz / "
                     "results.csv): the mechanism at a few instants over its points' paths "
                     "(motion.png), optionally animated (motion.gif), and the --plot channels "
-                    "(channels.png). Nothing is simulated again.")
+                    "(channels.png). A design study's folder (written by `kinedyn sweep`, or "
+                    "its sweep.csv / sweep.json): its report again and sweep.png, of the "
+                    "--plot metrics. Nothing is simulated again.")
     p.add_argument("results", metavar="RESULTS",
-                   help="results folder, or its results.npz / results.csv")
+                   help="results folder, or its results.npz / results.csv; or a design "
+                        "study's folder, or its sweep.csv / sweep.json")
     p.add_argument("--plot", action="append", default=[], metavar="CHANNEL",
-                   help="channel name or glob pattern to plot (repeatable)")
+                   help="channel name or glob pattern to plot (repeatable); of a study, its "
+                        "metrics (default all)")
     p.add_argument("--frames", type=int, default=6, metavar="N",
                    help="instants drawn in motion.png (default 6)")
     p.add_argument("--animate", action="store_true", help="also write motion.gif")
@@ -38,12 +45,18 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+#: the files of a saved design study (``kinedyn sweep``, ``SweepResults.save``)
+STUDY_FILES = ("sweep.csv", "sweep.json")
+
+
 def run(args) -> int:
+    source = Path(args.results)
+    if (source / STUDY_FILES[0]).is_file() or source.name in STUDY_FILES:
+        return _study(args, source)
     from ..io.results import load_results
     from ..viz.motion import animate_motion, draw_motion
     from ..viz.plots import plot_channels
     res = load_results(args.results)
-    source = Path(args.results)
     out = output_dir(args.out, str(source if source.is_dir() else source.parent))
     check_plot(args.plot, res.channels)  # before anything is drawn
     name = res.summary.get("model", source.name)
@@ -57,6 +70,35 @@ def run(args) -> int:
     print(f"{name}: {len(res.time)} samples, {len(res.channels)} channels, "
           f"t = {res.time[0]:g} .. {res.time[-1]:g} s"
           + (f"; drawn with model {model.name!r}" if model is not None else ""))
+    print("written: " + ", ".join(str(f) for f in files))
+    return 0
+
+
+def _study(args, source: Path) -> int:
+    """A saved design study: its report printed again and ``sweep.png`` drawn again, of the
+    ``--plot`` metrics (names or glob patterns; default all)."""
+    import fnmatch
+
+    from ..errors import ModelError, UnknownNameError
+    from ..sweep import load_sweep
+    from ..viz.sweep import plot_sweep
+    from .sweep import print_report
+    given = [o for o, v in (("--animate", args.animate), ("--model", args.model),
+                            ("--frames", args.frames != 6), ("--max-frames",
+                                                             args.max_frames != 150)) if v]
+    if given:
+        raise ModelError(f"{given[0]} draws a run's motion; {source} is a design study "
+                         "(its pictures are the metrics against the varied values)")
+    res = load_sweep(source)
+    metrics = []
+    for pattern in args.plot:
+        hits = [m for m in res.metric_names if fnmatch.fnmatchcase(m, pattern)]
+        if not hits:
+            raise UnknownNameError("metric", pattern, res.metric_names, location="--plot")
+        metrics += [h for h in hits if h not in metrics]
+    out = output_dir(args.out, str(source if source.is_dir() else source.parent))
+    print_report(res)
+    files = [plot_sweep(res, out / "sweep.png", metrics=metrics or None)]
     print("written: " + ", ".join(str(f) for f in files))
     return 0
 

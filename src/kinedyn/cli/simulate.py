@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from ..errors import ModelError, run_steps
 from ..progress import progress_bar
-from .common import (add_input_argument, add_model_argument, add_motion_arguments, check_plot,
-                     load_system, motion_files, output_dir, parameters, positive_float,
-                     set_inputs, warnings_printed)
+from .common import (add_input_argument, add_model_argument, add_motion_arguments,
+                     check_plot_loads, load_system, motion_files, output_dir, parameters,
+                     positive_float, set_inputs, warnings_printed)
 
 METHODS = ("augmented", "projection", "partitioning", "penalty", "index3", "hdca", "embedded")
 INTEGRATORS = ("euler", "semi-implicit-euler", "rk4", "reference")
@@ -96,14 +96,12 @@ def run(args) -> int:
                   f"{eq.iterations} iterations)")
         dyn = Dynamics(model, method=args.method, integrator=integrator, solver=args.solver,
                        baumgarte=tuple(args.baumgarte), hht_alpha=args.hht_alpha, q0=q0)
-    # reactions and efforts are computed after the run, for the joints the model has
-    check_plot([p for p in args.plot if not p.startswith(("reaction", "effort"))],
-               channel_names(dyn.f))
+    plot_loads = check_plot_loads(args.plot, channel_names(dyn.f))
     out = output_dir(args.out, f"results/{model.name}-dynamics")
     with warnings_printed(), progress_bar(
             f"{model.name}: {steps} steps", enabled=not args.no_progress) as update:
         res = dyn.simulate(args.t_end, args.dt, record_every=args.record_every, progress=update)
-    if args.reactions or any(p.startswith(("reaction", "effort")) for p in args.plot):
+    if args.reactions or plot_loads:
         res.reactions()
     res.summary["parameters"] = {k: float(v) for k, v in parameters(args).items()}
     if model.input_names:

@@ -23,10 +23,14 @@ examples:
       --metric stroke="range(joint.slide.displacement)"
   kinedyn sweep four-bar --sample crank_length="normal(0.1, 0.002)" --samples 200 --lhs \\
       --t-end 1 --dt 1e-3 --metric "absmax(body.rocker.angle_d)"
+  kinedyn sweep four-bar-driven --vary crank_length=0.08:0.12:5 --t-end 1 --dt 1e-3 \\
+      --metric torque="absmax(effort.crank_drive)"
 
 A metric is REDUCTION(CHANNEL), optionally named NAME=REDUCTION(CHANNEL); reductions: max, min,
 absmax, range, mean, rms, std, initial, final; channels are a run's result names
-(kinedyn simulate --plot shows them). Distributions: normal(mean, std), uniform(low, high),
+(kinedyn simulate --plot shows them), and the joint loads reaction.<joint>.force_x ... and
+effort.<joint> (Newton-Euler; in a kinematics study the efforts that produce the driven motion:
+the drivers', or those of --actuators). Distributions: normal(mean, std), uniform(low, high),
 triangular(low, mode, high)."""
 
 #: cases printed one per line at most; above, the statistics
@@ -64,6 +68,10 @@ def register(sub) -> None:
     p.add_argument("--integrator", choices=INTEGRATORS, help="dynamics integrator (default rk4)")
     p.add_argument("--record-every", type=int, default=1, metavar="N",
                    help="dynamics: record every N-th step (default 1)")
+    p.add_argument("--actuators", metavar="JOINTS",
+                   help="kinematics: comma-separated actuated joints whose efforts "
+                        "(effort.<joint>) the metrics read instead of the drivers' "
+                        "(inverse dynamics), e.g. P1,P2,P3,P4,P5,P6")
     p.add_argument("--workers", type=int, metavar="N",
                    help="worker processes of the local cluster (default: one per core)")
     p.add_argument("--scheduler", metavar="ADDRESS",
@@ -95,7 +103,7 @@ def run(args) -> int:
                     analysis=analysis, t_end=args.t_end, dt=args.dt,
                     record_every=args.record_every, parameters=parameters(args),
                     inputs=name_values(args.input, "--input"), options=options,
-                    workers=args.workers, scheduler=args.scheduler,
+                    actuators=args.actuators, workers=args.workers, scheduler=args.scheduler,
                     progress=not args.no_progress)
     files = res.save(out) + [plot_sweep(res, out / "sweep.png")]
     print_report(res)

@@ -78,36 +78,45 @@ def inverse_dynamics(model, actuators=None, *, t_end: float, dt: float, t0: floa
     """Efforts of ``actuators`` (joint names, see :func:`parse_actuators`; ``None``: the drivers)
     along the motion the model's drivers prescribe, from ``t0`` to ``t_end`` every ``dt``."""
     analysis = Kinematics(model, t0=t0, **kinematics_options)
-    f = analysis.f
-    act = None if actuators is None else parse_actuators(f.model, actuators)
+    act = None if actuators is None else parse_actuators(analysis.f.model, actuators)
     start = _time.perf_counter()
     kin = analysis.simulate(t_end, dt, t0=t0, progress=progress)
-    out, residual = reactions(f, kin.time, kin.q, kin.qd, kin.qdd, act)
-    wall = _time.perf_counter() - start
+    out, summary = motion_loads(analysis.f, kin, act, stacklevel=3)
+    summary = {"model": analysis.f.model.name, "analysis": "inverse-dynamics",
+               "t0": t0, "t_end": float(kin.time[-1]), "dt": dt, "samples": len(kin.time),
+               "wall_time_s": _time.perf_counter() - start, **summary}
+    return InverseResults(kin, kin.time, out, summary)
+
+
+def motion_loads(f, kin, actuators: dict | None, stacklevel: int = 2) -> tuple[dict, dict]:
+    """Joint reactions and actuator efforts (``effort.<joint>``) that produce the motion of the
+    kinematic results ``kin`` (formulation ``f``; ``actuators`` parsed by
+    :func:`parse_actuators`, None: the drivers), with the Newton-Euler residual per sample,
+    and the summary entries that go with them (``actuators``, ``max_effort``,
+    ``max_newton_euler_residual``, ``undetermined_efforts``). Efforts that are not unique are
+    warned of; actuators that cannot produce the motion are a :class:`ModelError`."""
+    out, residual = reactions(f, kin.time, kin.q, kin.qd, kin.qdd, actuators)
     out["residual.newton_euler"] = residual
     efforts = {k: v for k, v in out.items() if k.startswith("effort.")}
     scale = max(1.0, max((float(np.abs(v).max()) for v in efforts.values()), default=1.0))
-    summary = {"model": f.model.name, "analysis": "inverse-dynamics",
-               "actuators": sorted(k[len("effort."):] for k in efforts),
-               "t0": t0, "t_end": float(kin.time[-1]), "dt": dt, "samples": len(kin.time),
-               "wall_time_s": wall,
+    summary = {"actuators": sorted(k[len("effort."):] for k in efforts),
                "max_effort": {k[len("effort."):]: float(np.abs(v).max())
                               for k, v in efforts.items()},
-               "max_newton_euler_residual": float(residual.max(initial=0.0))}
-    summary["undetermined_efforts"] = _undetermined(f, act, kin)
+               "max_newton_euler_residual": float(residual.max(initial=0.0)),
+               "undetermined_efforts": _undetermined(f, actuators, kin)}
     if summary["undetermined_efforts"]:
         warnings.warn(
             f"inverse dynamics of {f.model.name!r}: the efforts of "
             f"{', '.join(summary['undetermined_efforts'])} are not unique (more actuated "
             "freedoms than the undriven mechanism has degrees of freedom, or an actuator "
-            "singularity); the minimum-norm split is reported", stacklevel=2)
+            "singularity); the minimum-norm split is reported", stacklevel=stacklevel + 1)
     if summary["max_newton_euler_residual"] > 1e-6 * scale:
         raise ModelError(
             f"inverse dynamics of {f.model.name!r}: the actuators {summary['actuators']} cannot "
             f"produce the prescribed motion (Newton-Euler residual "
             f"{summary['max_newton_euler_residual']:.3g}); give one actuated freedom per "
             "degree of freedom of the undriven mechanism, away from actuator singularities")
-    return InverseResults(kin, kin.time, out, summary)
+    return out, summary
 
 
 #: the dense null space (an SVD) costs about 5 s at 2600 unknowns (a 290-body platform):

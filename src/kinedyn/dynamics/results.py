@@ -138,5 +138,5 @@ class DynamicResults(Results):
         from .reactions import reactions
         out, residual = reactions(self.dyn.f, self.time, self.q, self.qd, self.qdd)
         out["residual.newton_euler"] = residual
-        self.channels.update(out)
+        self.add_channels(out)
         return out

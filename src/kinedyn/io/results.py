@@ -23,6 +23,7 @@ class Results:
                  summary: dict | None = None):
         self.time = np.asarray(time)
         self._channels = channels
+        self._added: dict[str, np.ndarray] = {}   # channels computed later (add_channels)
         self.summary = dict(summary or {})
 
     def _compute_channels(self, names=None) -> dict:
@@ -33,15 +34,23 @@ class Results:
     @property
     def channels(self) -> dict[str, np.ndarray]:
         if self._channels is None:
-            self._channels = self._compute_channels()
+            self._channels = {**self._compute_channels(), **self._added}
         return self._channels
+
+    def add_channels(self, values: dict[str, np.ndarray]) -> None:
+        """Add channels computed after the run (joint reactions, efforts), without computing
+        the lazy ones first."""
+        self._added.update(values)
+        if self._channels is not None:
+            self._channels.update(values)
 
     def named(self, names) -> dict[str, np.ndarray]:
         """The channels ``names`` that exist. Until every channel is computed, only these are
         (a design study's metrics read one or two channels of a run, and all of them can cost
         more than the run: the four-bar's 1000 steps take 2.8 ms, its channels 6 ms)."""
         names = list(names)
-        part = self._compute_channels(names) if self._channels is None else self._channels
+        part = {**self._compute_channels(names), **self._added} if self._channels is None \
+            else self._channels
         return {n: part[n] for n in names if n in part}
 
     def names(self, pattern: str = "*") -> list[str]:

@@ -104,6 +104,23 @@ class KinematicResults(Results):
                                       "trial": tuning.trial, "candidates": tuning.rows}
         super().__init__(times, None, summary)
 
+    def reactions(self, actuators=None) -> dict[str, np.ndarray]:
+        """The joint reactions and actuator efforts that produce this motion (inverse
+        dynamics: Newton-Euler on every body, :func:`kinedyn.dynamics.inverse.motion_loads`),
+        also added to the channels: ``reaction.<joint>.force_x`` ... and ``effort.<joint>``,
+        with ``residual.newton_euler``. ``actuators``: the actuated joints (``"P1, P2"``,
+        ``["R1:angle"]``), whose efforts replace the drivers' (the drivers then only prescribe
+        the motion); None: the drivers' own efforts (a driven crank's torque). The summary
+        gets ``max_effort`` and the checks' results; actuators that cannot produce the
+        motion are a :class:`~kinedyn.errors.ModelError`."""
+        from ..dynamics.inverse import motion_loads, parse_actuators
+        f = self.analysis.f
+        act = None if actuators is None else parse_actuators(f.model, actuators)
+        out, summary = motion_loads(f, self, act)
+        self.summary.update(summary)
+        self.add_channels(out)
+        return out
+
     def _compute_channels(self, names=None) -> dict:
         ch = self.analysis.f.observables(self.q, self.qd, self.qdd, names=names)
         for k, name in enumerate(RESIDUAL_CHANNELS):

@@ -67,17 +67,18 @@ class Metric:
             raise ModelError(f"metric {self.name!r} gave {value!r}, not a number") from None
 
 
-#: channels a dynamics run computes only when asked (``DynamicResults.reactions``)
+#: channels a run computes only when asked (``DynamicResults.reactions``, and for a kinematic
+#: run ``KinematicResults.reactions``: inverse dynamics)
 LOADS = ("reaction.", "effort.")
 
 
-def evaluate(metrics, results) -> tuple[float, ...]:
+def evaluate(metrics, results, actuators=None) -> tuple[float, ...]:
     """The ``metrics`` of one run, computing only the channels they read (and the joint
     reactions and actuator efforts, Newton-Euler, when one reads ``reaction.*`` or
-    ``effort.*``)."""
+    ``effort.*``: of a kinematic run, the efforts of ``actuators`` or of its drivers)."""
     wanted = {m.channel for m in metrics if m.channel}
     if any(c.startswith(LOADS) for c in wanted) and hasattr(results, "reactions"):
-        results.reactions()
+        results.reactions(*(() if actuators is None else (actuators,)))
     channels = results.named(wanted)
     return tuple(m(results, channels) for m in metrics)
 

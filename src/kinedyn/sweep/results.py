@@ -67,6 +67,55 @@ class SweepResults:
                    seconds=float(self.seconds[i]))
         return out
 
+    @classmethod
+    def load(cls, path) -> "SweepResults":
+        """A study written by :meth:`save`, read back: ``path`` is its folder or its
+        ``sweep.csv`` / ``sweep.json``. Every problem is a ModelError naming the file and the
+        entry: a missing file, a summary without the study's names, a column missing or a
+        value that is not a number."""
+        path = Path(path)
+        folder = path if path.is_dir() else path.parent
+        table, summary_path = folder / "sweep.csv", folder / "sweep.json"
+        for f in (table, summary_path):
+            if not f.is_file():
+                raise ModelError(f"{f}: no such file (a study's folder holds the sweep.csv and "
+                                 f"sweep.json that SweepResults.save and `kinedyn sweep` write)")
+        try:
+            summary = json.loads(summary_path.read_text())
+            varied, metric_names = dict(summary["varied"]), tuple(summary["metrics"])
+            model = str(summary["model"])
+        except json.JSONDecodeError as err:
+            raise ModelError(f"{summary_path}: not valid JSON ({err.msg}, line {err.lineno})") \
+                from None
+        except (KeyError, TypeError, ValueError) as err:
+            raise ModelError(f"{summary_path}: not a study's summary (no valid {err} entry)") \
+                from None
+        with table.open(newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        columns = ["case", *varied, *metric_names, "error", "warnings", "seconds"]
+        res = cls.__new__(cls)
+        res.model, res.names, res.kinds = model, tuple(varied), tuple(varied.values())
+        res.metric_names, res.summary = metric_names, summary
+        res.values = np.full((len(rows), len(varied)), np.nan)
+        res.metrics = np.full((len(rows), len(metric_names)), np.nan)
+        res.seconds = np.full(len(rows), np.nan)
+        res.errors, res.warnings = [None] * len(rows), [()] * len(rows)
+        for i, row in enumerate(rows):
+            where = f"{table}: line {i + 2}"
+            missing = [c for c in columns if row.get(c) is None]
+            if missing:
+                raise ModelError(f"{where} has no column {missing[0]!r} (the study's columns: "
+                                 f"{', '.join(columns)})")
+            try:
+                res.values[i] = [float(row[n]) for n in varied]
+                res.metrics[i] = [float(row[n]) for n in metric_names]
+                res.seconds[i] = float(row["seconds"])
+            except ValueError as err:
+                raise ModelError(f"{where}: {err}") from None
+            res.errors[i] = row["error"] or None
+            res.warnings[i] = tuple(row["warnings"].split("; ")) if row["warnings"] else ()
+        return res
+
     def save(self, folder) -> list[Path]:
         """Write ``sweep.csv`` (a row per case) and ``sweep.json`` (the summary)."""
         folder = Path(folder)
@@ -92,6 +141,7 @@ class SweepResults:
         return {
             "model": self.model, "analysis": study.analysis, "options": study.options,
             "t_end": study.t_end, "dt": study.dt, "inputs": study.inputs,
+            **({} if study.actuators is None else {"actuators": list(study.actuators)}),
             "design": study.cases.design,
             "varied": dict(zip(self.names, self.kinds)),
             "metrics": {m.name: m.text for m in study.metrics},

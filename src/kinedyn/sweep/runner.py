@@ -43,6 +43,7 @@ class Study:
     record_every: int = 1
     inputs: dict = field(default_factory=dict)
     parameters: dict = field(default_factory=dict)   # fixed overrides, under the case's
+    actuators: tuple | None = None  # kinematics: the joints whose efforts replace the drivers'
 
     def analysis_class(self):
         if self.analysis == "kinematics":
@@ -88,6 +89,10 @@ def check_study(study: Study) -> None:
         record_interval(study.record_every, steps, 0.0, study.dt)
     elif study.record_every != 1:
         raise ModelError("record_every applies to dynamics; a kinematic run records every step")
+    if study.actuators is not None and study.analysis != "kinematics":
+        raise ModelError("actuators apply to a kinematics study (inverse dynamics: the efforts "
+                         "of the actuated joints that produce the driven motion); a dynamics "
+                         "run reports its drivers' efforts")
 
 
 def run_case(study: Study, i: int) -> Outcome:
@@ -109,7 +114,8 @@ def run_case(study: Study, i: int) -> Outcome:
             extra = {"record_every": study.record_every} if study.analysis == "dynamics" else {}
             results = analysis.simulate(study.t_end, study.dt, **extra)
             stage = "metric"
-            values, error, stage = evaluate(study.metrics, results), None, None
+            values = evaluate(study.metrics, results, study.actuators)
+            error, stage = None, None
         except KinedynError as err:
             values, error = None, err
     notes = tuple(str(w.message) for w in caught if issubclass(w.category, AccuracyWarning))

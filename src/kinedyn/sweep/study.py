@@ -19,7 +19,8 @@ from .runner import Study, batches, check_study, default_workers, run_batch, run
 def sweep(system, *, metrics, vary=None, sample=None, samples: int | None = None,
           seed: int = 0, lhs: bool = False, analysis: str = "dynamics", t_end: float = 1.0,
           dt: float = 1e-3, record_every: int = 1, parameters=None, inputs=None, options=None,
-          workers: int | None = None, scheduler=None, progress=None) -> SweepResults:
+          actuators=None, workers: int | None = None, scheduler=None,
+          progress=None) -> SweepResults:
     """Run ``system`` once per case of a design study and reduce each run to ``metrics``.
 
     ``system``: a :class:`~kinedyn.model.System` (a built-in model from
@@ -41,6 +42,13 @@ def sweep(system, *, metrics, vary=None, sample=None, samples: int | None = None
     (``method``, ``integrator``, ``solver`` ...); ``parameters`` and ``inputs`` set the
     model's parameters and inputs that are not varied.
 
+    Loads: a metric may read the joint reactions and actuator efforts (``reaction.<joint>.*``,
+    ``effort.<joint>``), computed by Newton-Euler only in a study with such a metric. In a
+    kinematics study they are the loads that produce the driven motion (inverse dynamics):
+    the drivers' own efforts, or with ``actuators`` (joint names, ``"P1, P2"`` or a list, see
+    :func:`~kinedyn.dynamics.inverse.parse_actuators`) those of the actuated joints, the drivers
+    then only prescribing the motion (a pose-driven platform's leg forces).
+
     Where: ``scheduler="local"`` starts a local Dask cluster of ``workers`` processes
     (default: one per core), ``"serial"`` runs in this process, an address
     (``"tcp://host:8786"``) or a ``distributed.Client`` uses that cluster. The default, None,
@@ -55,6 +63,7 @@ def sweep(system, *, metrics, vary=None, sample=None, samples: int | None = None
     channel, a method the model cannot use) stops it at the first case. ``progress``: True
     for a progress bar, or a callable ``progress(done, total)``.
     """
+    from ..dynamics.inverse import actuator_list, parse_actuators
     from ..model.system import System
     if not isinstance(system, System):
         raise TypeError(f"sweep() takes a kinedyn System (kinedyn.models.get, kinedyn.load), "
@@ -65,11 +74,16 @@ def sweep(system, *, metrics, vary=None, sample=None, samples: int | None = None
     if fixed & set(cases.names):
         raise ModelError(f"{', '.join(sorted(fixed & set(cases.names)))}: both varied and fixed "
                          "(parameters/inputs); give each name one role")
+    if actuators is not None:
+        actuators = tuple(actuator_list(actuators))
     study = Study(system, cases, parse_metrics(metrics), analysis, dict(options or {}),
-                  t_end, dt, record_every, inputs, parameters)
+                  t_end, dt, record_every, inputs, parameters, actuators)
     check_study(study)
-    # the fixed parameters and inputs checked here, not once per case
-    system.compile(study.parameters).set_inputs(study.inputs)
+    # the fixed parameters and inputs (and the actuators' names) checked here, not per case
+    model = system.compile(study.parameters)
+    model.set_inputs(study.inputs)
+    if actuators is not None:
+        parse_actuators(model, actuators)
     workers = _workers(workers, len(cases))
     _check_scheduler(scheduler)
     start = time.perf_counter()

@@ -7,13 +7,14 @@ import numpy as np
 from .plots import _pyplot, _save
 
 
-def plot_sweep(results, path, title: str | None = None):
-    """A row per metric, a column per varied parameter or input (plus a histogram column when
-    the cases were sampled). A one-name grid is drawn as a line; a two-name grid as a line per
-    value of the other name (up to 8); samples as points. Failed cases are marked with a red
-    x under the axis. Returns the PNG path."""
+def plot_sweep(results, path, title: str | None = None, metrics=None):
+    """A row per metric (``metrics``: their names, default all), a column per varied parameter
+    or input (plus a histogram column when the cases were sampled). A one-name grid is drawn
+    as a line; a two-name grid as a line per value of the other name (up to 8); samples as
+    points. Failed cases are marked with a red x under the axis. Returns the PNG path."""
     plt = _pyplot()
-    names, metrics = results.names, results.metric_names
+    names = results.names
+    metrics = results.metric_names if metrics is None else list(metrics)
     sampled = "samples" in results.summary["design"]
     cols = len(names) + sampled
     fig, axes = plt.subplots(len(metrics), cols, figsize=(3.6 * cols + 0.6, 2.6 * len(metrics)
